@@ -1,0 +1,1 @@
+//! libFuzzer targets (issue 7).

@@ -1,0 +1,1 @@
+//! Remote media URL policy (rules U1–U8). Being written.

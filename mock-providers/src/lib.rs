@@ -1,0 +1,1 @@
+//! Mock LLM provider APIs and a mock MCP server (the second oracle).
