@@ -1,0 +1,560 @@
+//! Anthropic Messages (`POST /v1/messages`), research §1.
+//!
+//! Order (research §7.1): JSON parse → schema (first violation only, pydantic-style paths with union
+//! tags) → empty text → tool_use/tool_result pairing → image count → per image: empty → base64 → size →
+//! magic number → dimensions. The order between the semantic passes is [INF].
+
+use super::{AgentBlock, SyntaxError, is_blank, syntax_error, text_of, url_scheme};
+use crate::b64::{self, Flavor};
+use crate::image::{self, ImageKind};
+use crate::script::{Piece, Reply, Turn, splice, sse};
+use crate::{Checked, Rejection, ids};
+use serde_json::{Map, Value, json};
+
+/// Base64 string length limit per image, measured on the string (research §1.4).
+const MAX_IMAGE_B64_LEN: usize = 5_242_880;
+const MAX_DIMENSION: u32 = 8000;
+/// Above `MANY_IMAGES` images per request the dimension limit drops to `MANY_IMAGES_DIMENSION`.
+const MANY_IMAGES: usize = 20;
+const MANY_IMAGES_DIMENSION: u32 = 2000;
+/// Observed errors say `> 100` (research E10); the 600 limit of newer docs applies to 1M-context models.
+const MAX_MEDIA: usize = 100;
+/// 32 MB request limit, enforced by Cloudflare (research §1.4). [INF] MiB.
+const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
+const MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
+
+/// The error catalogue: verbatim where observed (research §1.7), `[INF]` otherwise.
+mod msg {
+    pub const FIELD_REQUIRED: &str = "Field required";
+    pub const NOT_A_STRING: &str = "Input should be a valid string"; // [INF] pydantic
+    pub const NOT_A_LIST: &str = "Input should be a valid list"; // [INF] pydantic
+    pub const NOT_AN_INT: &str = "Input should be a valid integer"; // [INF] pydantic
+    pub const NOT_A_DICT: &str =
+        "Input should be a valid dictionary or object to extract fields from"; // [INF]
+    pub const NO_TAG: &str = "Unable to extract tag using discriminator 'type'"; // [INF] pydantic
+    pub const ROLE: &str = "Input should be 'user' or 'assistant'"; // [INF] pydantic
+    pub const MEDIA_TYPE: &str =
+        "Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"; // E3
+    pub const BLOCK_TAGS: &str = "'document', 'image', 'redacted_thinking', 'search_result', 'server_tool_use', 'text', 'thinking', 'tool_result', 'tool_use', 'web_search_tool_result'"; // E13
+    pub const TOOL_RESULT_TAGS: &str =
+        "'document', 'image', 'search_result', 'text', 'tool_reference'"; // [INF] SDK union
+    pub const SOURCE_TAGS: &str = "'base64', 'file', 'url'"; // [INF] research §1.7 notes
+    pub const EMPTY_TEXT: &str = "messages: text content blocks must be non-empty"; // E14
+    pub const BLANK_TEXT: &str = "messages: text content blocks must contain non-whitespace text"; // [INF] from memory
+    pub const EMPTY_IMAGE: &str = "image cannot be empty"; // E4
+    pub const BAD_BASE64: &str = "invalid base64 data"; // E5
+    pub const UNDECODABLE: &str = "Could not process image"; // E11, no path
+    pub const HTTP_URL: &str = "Only HTTPS URLs are supported."; // E12, no path
+    pub const TOO_LARGE: &str = "Request exceeds the maximum size"; // 413, research §1.4
+
+    pub fn wrong_tag(tag: &str, expected: &str) -> String {
+        format!(
+            "Input tag '{tag}' found using 'type' does not match any of the expected tags: {expected}"
+        )
+    }
+    /// [INF] Python-json-style wording around serde_json's reason.
+    pub fn bad_json(reason: &str, line: usize, column: usize, char_index: usize) -> String {
+        format!(
+            "The request body is not valid JSON: {reason}: line {line} column {column} (char {char_index})"
+        )
+    }
+    /// [INF] from memory (the API's empty-content rule).
+    pub fn empty_content(i: usize) -> String {
+        format!(
+            "messages.{i}: all messages must have non-empty content except for the optional final assistant message"
+        )
+    }
+    pub fn unanswered_tool_use(i: usize, ids: &str) -> String {
+        format!(
+            "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: {ids}. Each `tool_use` block must have a corresponding `tool_result` block in the next message."
+        )
+    }
+    pub fn orphan_tool_result(path: &str, id: &str) -> String {
+        format!(
+            "{path}: unexpected `tool_use_id` found in `tool_result` blocks: {id}. Each `tool_result` block must have a corresponding `tool_use` block in the previous message."
+        )
+    }
+    pub fn too_much_media(images: usize, documents: usize, max: usize) -> String {
+        format!("too many images and documents: {images} + {documents} > {max}")
+    }
+    pub fn image_too_big(len: usize, max: usize) -> String {
+        format!("image exceeds 5 MB maximum: {len} bytes > {max} bytes")
+    }
+    pub fn mismatch(declared: &str, actual: &str) -> String {
+        format!(
+            "The image was specified using the {declared} media type, but the image appears to be a {actual} image"
+        )
+    }
+    pub fn too_wide(max: u32) -> String {
+        format!("At least one of the image dimensions exceed max allowed size: {max} pixels")
+    }
+    pub fn too_wide_many(max: u32) -> String {
+        format!(
+            "At least one of the image dimensions exceed max allowed size for many-image requests: {max} pixels"
+        )
+    }
+}
+
+fn reject(status: u16, kind: &str, message: impl Into<String>) -> Rejection {
+    let id = ids::anthropic();
+    Rejection {
+        status,
+        body: json!({"type": "error", "error": {"type": kind, "message": message.into()}, "request_id": id}),
+        headers: vec![("request-id".into(), id)],
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Rejection {
+    reject(400, "invalid_request_error", message)
+}
+
+fn at(path: &str, message: &str) -> Rejection {
+    invalid(format!("{path}: {message}"))
+}
+
+pub(crate) fn validate(body: &[u8]) -> Checked {
+    if body.len() > MAX_REQUEST_BYTES {
+        return Err(reject(413, "request_too_large", msg::TOO_LARGE));
+    }
+    let request: Value = serde_json::from_slice(body).map_err(|e| {
+        let SyntaxError {
+            reason,
+            line,
+            column,
+            offset,
+        } = syntax_error(body, &e);
+        let char_index = String::from_utf8_lossy(body.get(..offset).unwrap_or_default())
+            .chars()
+            .count();
+        invalid(msg::bad_json(&reason, line, column, char_index))
+    })?;
+    let Some(request) = request.as_object() else {
+        return Err(invalid(msg::NOT_A_DICT));
+    };
+    let messages = check_top_level(request)?;
+    for (i, m) in messages.iter().enumerate() {
+        check_message(i, m)?;
+    }
+    check_text(messages)?;
+    check_tool_pairing(messages)?;
+    check_images(messages)
+}
+
+fn check_top_level(request: &Map<String, Value>) -> Result<&[Value], Rejection> {
+    match request.get("model") {
+        None => return Err(at("model", msg::FIELD_REQUIRED)),
+        Some(Value::String(_)) => {}
+        Some(_) => return Err(at("model", msg::NOT_A_STRING)),
+    }
+    let messages = match request.get("messages") {
+        None => return Err(at("messages", msg::FIELD_REQUIRED)),
+        Some(Value::Array(m)) => m,
+        Some(_) => return Err(at("messages", msg::NOT_A_LIST)),
+    };
+    match request.get("max_tokens") {
+        None => Err(at("max_tokens", msg::FIELD_REQUIRED)),
+        Some(v) if v.is_u64() || v.is_i64() => Ok(messages),
+        Some(_) => Err(at("max_tokens", msg::NOT_AN_INT)),
+    }
+}
+
+fn check_message(i: usize, m: &Value) -> Checked {
+    let path = format!("messages.{i}");
+    let m = m.as_object().ok_or_else(|| at(&path, msg::NOT_A_DICT))?;
+    match m.get("role") {
+        None => return Err(at(&format!("{path}.role"), msg::FIELD_REQUIRED)),
+        Some(Value::String(r)) if r == "user" || r == "assistant" => {}
+        Some(_) => return Err(at(&format!("{path}.role"), msg::ROLE)),
+    }
+    match m.get("content") {
+        None => Err(at(&format!("{path}.content"), msg::FIELD_REQUIRED)),
+        Some(Value::String(_)) => Ok(()),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .enumerate()
+            .try_for_each(|(j, b)| check_block(&format!("{path}.content.{j}"), b, msg::BLOCK_TAGS)),
+        Some(_) => Err(at(&format!("{path}.content"), msg::NOT_A_LIST)),
+    }
+}
+
+/// Requires `obj[key]` to be a string; the path carries the block's union tag.
+fn required_str<'a>(
+    obj: &'a Map<String, Value>,
+    path: &str,
+    key: &str,
+) -> Result<&'a str, Rejection> {
+    match obj.get(key) {
+        None => Err(at(&format!("{path}.{key}"), msg::FIELD_REQUIRED)),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(at(&format!("{path}.{key}"), msg::NOT_A_STRING)),
+    }
+}
+
+/// The `type` tag of a block-like object, or the pydantic error for a missing or unknown tag.
+fn tag<'a>(
+    path: &str,
+    v: &'a Value,
+    expected: &str,
+) -> Result<(&'a str, &'a Map<String, Value>), Rejection> {
+    let obj = v.as_object().ok_or_else(|| at(path, msg::NOT_A_DICT))?;
+    let tag = obj
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| at(path, msg::NO_TAG))?;
+    if !expected.contains(&format!("'{tag}'")) {
+        return Err(at(path, &msg::wrong_tag(tag, expected)));
+    }
+    Ok((tag, obj))
+}
+
+fn check_block(path: &str, block: &Value, expected: &str) -> Checked {
+    let (tag, b) = tag(path, block, expected)?;
+    let p = format!("{path}.{tag}");
+    match tag {
+        "text" => required_str(b, &p, "text").map(drop),
+        "image" => check_image_schema(&p, b),
+        "tool_use" => {
+            required_str(b, &p, "id")?;
+            required_str(b, &p, "name")?;
+            match b.get("input") {
+                None => Err(at(&format!("{p}.input"), msg::FIELD_REQUIRED)),
+                Some(Value::Object(_)) => Ok(()),
+                Some(_) => Err(at(&format!("{p}.input"), msg::NOT_A_DICT)),
+            }
+        }
+        "tool_result" => {
+            required_str(b, &p, "tool_use_id")?;
+            match b.get("content") {
+                None | Some(Value::String(_)) => Ok(()),
+                Some(Value::Array(items)) => items.iter().enumerate().try_for_each(|(k, item)| {
+                    check_block(&format!("{p}.content.{k}"), item, msg::TOOL_RESULT_TAGS)
+                }),
+                Some(_) => Err(at(&format!("{p}.content"), msg::NOT_A_LIST)),
+            }
+        }
+        // Documents, thinking and server-tool blocks are outside this mock's scope: accepted as tagged.
+        _ => Ok(()),
+    }
+}
+
+/// `path` ends in `.image`.
+fn check_image_schema(path: &str, image: &Map<String, Value>) -> Checked {
+    let source_path = format!("{path}.source");
+    let source = image
+        .get("source")
+        .ok_or_else(|| at(&source_path, msg::FIELD_REQUIRED))?;
+    let (kind, source) = tag(&source_path, source, msg::SOURCE_TAGS)?;
+    let p = format!("{source_path}.{kind}");
+    match kind {
+        "base64" => {
+            // Both absent (research §1.8): `media_type` is reported, as in the observed body.
+            match source.get("media_type") {
+                None => return Err(at(&format!("{p}.media_type"), msg::FIELD_REQUIRED)),
+                // Case-sensitive: `image/PNG` and `image/jpg` are refused (research §1.2).
+                Some(Value::String(m)) if MEDIA_TYPES.contains(&m.as_str()) => {}
+                Some(_) => return Err(at(&format!("{p}.media_type"), msg::MEDIA_TYPE)),
+            }
+            required_str(source, &p, "data").map(drop)
+        }
+        "url" => required_str(source, &p, "url").map(drop),
+        _ => required_str(source, &p, "file_id").map(drop),
+    }
+}
+
+/// Visits every content block of every message, including those nested in `tool_result.content`,
+/// with its path (`messages.i.content.j` or `messages.i.content.j.tool_result.content.k`).
+fn for_each_block<'a>(
+    messages: &'a [Value],
+    f: &mut dyn FnMut(&str, &'a Map<String, Value>) -> Checked,
+) -> Checked {
+    for (i, m) in messages.iter().enumerate() {
+        let Some(blocks) = m.get("content").and_then(Value::as_array) else {
+            continue;
+        };
+        for (j, b) in blocks.iter().enumerate() {
+            let Some(b) = b.as_object() else { continue };
+            let path = format!("messages.{i}.content.{j}");
+            f(&path, b)?;
+            if let Some(nested) = b.get("content").and_then(Value::as_array)
+                && b.get("type").and_then(Value::as_str) == Some("tool_result")
+            {
+                for (k, n) in nested.iter().enumerate() {
+                    if let Some(n) = n.as_object() {
+                        f(&format!("{path}.tool_result.content.{k}"), n)?;
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn block_type(b: &Map<String, Value>) -> Option<&str> {
+    b.get("type").and_then(Value::as_str)
+}
+
+fn check_text(messages: &[Value]) -> Checked {
+    for (i, m) in messages.iter().enumerate() {
+        let empty = match m.get("content") {
+            Some(Value::String(s)) => s.is_empty(),
+            Some(Value::Array(a)) => a.is_empty(),
+            _ => false,
+        };
+        let is_final_assistant =
+            i + 1 == messages.len() && m.get("role").and_then(Value::as_str) == Some("assistant");
+        if empty && !is_final_assistant {
+            return Err(invalid(msg::empty_content(i)));
+        }
+    }
+    for_each_block(messages, &mut |_, b| match (
+        block_type(b),
+        b.get("text").and_then(Value::as_str),
+    ) {
+        (Some("text"), Some("")) => Err(invalid(msg::EMPTY_TEXT)),
+        (Some("text"), Some(t)) if is_blank(t) => Err(invalid(msg::BLANK_TEXT)),
+        _ => Ok(()),
+    })
+}
+
+/// Ids of the blocks tagged `tag` in message `m` (`id` for tool_use, `tool_use_id` for tool_result).
+fn ids_of<'a>(m: Option<&'a Value>, tag: &str, key: &str) -> Vec<(usize, &'a str)> {
+    m.and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+        .map(|blocks| {
+            blocks
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.get("type").and_then(Value::as_str) == Some(tag))
+                .filter_map(|(j, b)| Some((j, b.get(key)?.as_str()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn role(m: Option<&Value>) -> Option<&str> {
+    m?.get("role")?.as_str()
+}
+
+fn check_tool_pairing(messages: &[Value]) -> Checked {
+    for (i, m) in messages.iter().enumerate() {
+        let next = messages.get(i + 1);
+        let uses = ids_of(Some(m), "tool_use", "id");
+        if role(Some(m)) == Some("assistant") && !uses.is_empty() {
+            let results = if role(next) == Some("user") {
+                ids_of(next, "tool_result", "tool_use_id")
+            } else {
+                Vec::new()
+            };
+            let missing: Vec<&str> = uses
+                .iter()
+                .map(|&(_, id)| id)
+                .filter(|id| !results.iter().any(|&(_, r)| r == *id))
+                .collect();
+            if !missing.is_empty() {
+                return Err(invalid(msg::unanswered_tool_use(i, &missing.join(", "))));
+            }
+        }
+        if role(Some(m)) == Some("user") {
+            let previous = i.checked_sub(1).and_then(|p| messages.get(p));
+            let offered = if role(previous) == Some("assistant") {
+                ids_of(previous, "tool_use", "id")
+            } else {
+                Vec::new()
+            };
+            for (j, id) in ids_of(Some(m), "tool_result", "tool_use_id") {
+                if !offered.iter().any(|&(_, u)| u == id) {
+                    return Err(invalid(msg::orphan_tool_result(
+                        &format!("messages.{i}.content.{j}"),
+                        id,
+                    )));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_images(messages: &[Value]) -> Checked {
+    let (mut images, mut documents) = (0, 0);
+    for_each_block(messages, &mut |_, b| {
+        match block_type(b) {
+            Some("image") => images += 1,
+            Some("document") => documents += 1,
+            _ => {}
+        }
+        Ok(())
+    })?;
+    if images + documents > MAX_MEDIA {
+        return Err(invalid(msg::too_much_media(images, documents, MAX_MEDIA)));
+    }
+    let max_dimension = if images > MANY_IMAGES {
+        MANY_IMAGES_DIMENSION
+    } else {
+        MAX_DIMENSION
+    };
+    for_each_block(messages, &mut |path, b| {
+        let Some(source) = b.get("source").filter(|_| block_type(b) == Some("image")) else {
+            return Ok(());
+        };
+        match source.get("type").and_then(Value::as_str) {
+            Some("base64") => check_base64_image(
+                &format!("{path}.image.source.base64"),
+                source,
+                max_dimension,
+            ),
+            Some("url") => {
+                // Never fetched: an https URL is accepted as if the download succeeded (documented choice).
+                let url = source
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                match url_scheme(url.trim_start()).as_deref() {
+                    Some("https") => Ok(()),
+                    _ => Err(invalid(msg::HTTP_URL)),
+                }
+            }
+            _ => Ok(()),
+        }
+    })
+}
+
+/// `path` ends in `.image.source.base64`.
+fn check_base64_image(path: &str, source: &Value, max_dimension: u32) -> Checked {
+    let data = source
+        .get("data")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let declared = source
+        .get("media_type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if data.is_empty() {
+        return Err(at(path, msg::EMPTY_IMAGE));
+    }
+    let bytes = b64::decode(Flavor::Strict, data).ok_or_else(|| at(path, msg::BAD_BASE64))?;
+    if data.len() > MAX_IMAGE_B64_LEN {
+        return Err(at(path, &msg::image_too_big(data.len(), MAX_IMAGE_B64_LEN)));
+    }
+    let info = image::inspect(&bytes)
+        .filter(|i| i.kind != ImageKind::Heif)
+        .ok_or_else(|| invalid(msg::UNDECODABLE))?;
+    if info.kind.media_type() != declared {
+        return Err(at(path, &msg::mismatch(declared, info.kind.media_type())));
+    }
+    let (w, h) = info
+        .size
+        .filter(|&(w, h)| w > 0 && h > 0)
+        .ok_or_else(|| invalid(msg::UNDECODABLE))?;
+    if w.max(h) > max_dimension {
+        let message = if max_dimension == MAX_DIMENSION {
+            msg::too_wide(max_dimension)
+        } else {
+            msg::too_wide_many(max_dimension)
+        };
+        return Err(at(&format!("{path}.data"), &message));
+    }
+    Ok(())
+}
+
+pub(crate) fn tool_result_request(blocks: &[AgentBlock]) -> Value {
+    let content: Vec<Value> = blocks
+        .iter()
+        .map(|b| match b {
+            AgentBlock::Text(t) => json!({"type": "text", "text": t}),
+            AgentBlock::Image { data, mime } => {
+                json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})
+            }
+            AgentBlock::Other(v) => (*v).clone(),
+        })
+        .collect();
+    json!({
+        "model": "claude-mock",
+        "max_tokens": 1024,
+        "messages": [
+            {"role": "user", "content": "Use the tool."},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_01Mock", "name": "tool", "input": {}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01Mock", "content": content}]}
+        ]
+    })
+}
+
+/// The scripted answer to an accepted request, as a message or as the SSE event flow of research §1.10.
+pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
+    let model = text_of(request.get("model").unwrap_or(&Value::Null));
+    let id = format!("msg_01{}", ids::short());
+    let usage = json!({"input_tokens": 25, "output_tokens": 15});
+    let (block, stop_reason) = match turn {
+        Turn::Text { .. } => (json!({"type": "text", "text": Piece::MARK}), "end_turn"),
+        Turn::ToolCall {
+            id,
+            name,
+            arguments,
+        } => {
+            let call_id = id
+                .clone()
+                .unwrap_or_else(|| format!("toolu_01{}", ids::short()));
+            (
+                json!({"type": "tool_use", "id": call_id, "name": name, "input": arguments}),
+                "tool_use",
+            )
+        }
+    };
+    if !stream {
+        let message = json!({
+            "id": id, "type": "message", "role": "assistant", "model": model, "content": [block],
+            "stop_reason": stop_reason, "stop_sequence": null, "usage": usage
+        });
+        return Reply::json(splice(&message, &turn.whole_text()));
+    }
+    let mut out = String::new();
+    let mut event = |name: &str, data: &Value, piece: Option<&Piece>| {
+        let data = piece.map_or_else(|| data.to_string(), |p| splice(data, p));
+        out.push_str(&sse(Some(name), &data));
+    };
+    event(
+        "message_start",
+        &json!({"type": "message_start", "message": {
+        "id": id, "type": "message", "role": "assistant", "content": [], "model": model,
+        "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}),
+        None,
+    );
+    match turn {
+        Turn::Text { .. } => {
+            event(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                None,
+            );
+            event("ping", &json!({"type": "ping"}), None);
+            for piece in turn.pieces() {
+                let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": Piece::MARK}});
+                event("content_block_delta", &delta, Some(&piece));
+            }
+        }
+        Turn::ToolCall { arguments, .. } => {
+            let mut start = block.clone();
+            start["input"] = json!({});
+            event(
+                "content_block_start",
+                &json!({"type": "content_block_start", "index": 0, "content_block": start}),
+                None,
+            );
+            for part in crate::script::split_json(arguments) {
+                let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": part}});
+                event("content_block_delta", &delta, None);
+            }
+        }
+    }
+    event(
+        "content_block_stop",
+        &json!({"type": "content_block_stop", "index": 0}),
+        None,
+    );
+    event(
+        "message_delta",
+        &json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": 15}}),
+        None,
+    );
+    event("message_stop", &json!({"type": "message_stop"}), None);
+    Reply::sse(out)
+}

@@ -1,0 +1,115 @@
+//! One module per provider API: its validator, its error catalogue (as data, in one place), the minimal
+//! valid request the harness wraps tool results in, and its scripted answers.
+
+pub(crate) mod anthropic;
+pub(crate) mod bedrock;
+pub(crate) mod gemini;
+pub(crate) mod ollama;
+pub(crate) mod openai;
+
+use crate::Provider;
+use serde_json::Value;
+
+/// Builds `provider`'s minimal valid request whose tool result carries `blocks`, the agent blocks the
+/// harness produces: `[{"type":"text","text":S} | {"type":"image","data":B64,"mimeType":M}, ...]`.
+///
+/// Each block lands where that provider's runtimes put it. Any other block is carried verbatim (or, where
+/// the wire format has no generic slot, as its JSON text) so the provider judges it. OpenAI Chat cannot
+/// carry images in a `tool` message (research §2.1), so its images go in the next `user` message, as
+/// agent runtimes do.
+pub fn tool_result_request(provider: Provider, blocks: &Value) -> Vec<u8> {
+    let blocks = agent_blocks(blocks);
+    let request = match provider {
+        Provider::Anthropic => anthropic::tool_result_request(&blocks),
+        Provider::OpenAiChat => openai::chat_tool_result_request(&blocks),
+        Provider::OpenAiResponses => openai::responses_tool_result_request(&blocks),
+        Provider::Gemini => gemini::tool_result_request(&blocks),
+        Provider::Bedrock => bedrock::tool_result_request(&blocks),
+        Provider::Ollama => ollama::tool_result_request(&blocks),
+    };
+    // Serializing a `Value` cannot fail.
+    serde_json::to_vec(&request).unwrap_or_default()
+}
+
+/// One block of a normalized tool result, as the harness produces it.
+pub(crate) enum AgentBlock<'a> {
+    /// `text` field (Null when absent: the provider judges it).
+    Text(&'a Value),
+    Image {
+        data: &'a Value,
+        mime: &'a Value,
+    },
+    Other(&'a Value),
+}
+
+fn agent_blocks(blocks: &Value) -> Vec<AgentBlock<'_>> {
+    fn one(b: &Value) -> AgentBlock<'_> {
+        let field = |k: &str| b.get(k).unwrap_or(&Value::Null);
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => AgentBlock::Text(field("text")),
+            Some("image") => AgentBlock::Image {
+                data: field("data"),
+                mime: field("mimeType"),
+            },
+            _ => AgentBlock::Other(b),
+        }
+    }
+    match blocks {
+        Value::Array(items) => items.iter().map(one).collect(),
+        other => vec![AgentBlock::Other(other)],
+    }
+}
+
+/// A JSON value as text: strings as they are, anything else as compact JSON.
+pub(crate) fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Where and why a body is not JSON, for the providers that print it.
+pub(crate) struct SyntaxError {
+    /// serde_json's reason without its " at line L column C" suffix.
+    pub reason: String,
+    pub line: usize,
+    pub column: usize,
+    /// Byte offset of the error in the body (clamped to its length).
+    pub offset: usize,
+}
+
+pub(crate) fn syntax_error(body: &[u8], e: &serde_json::Error) -> SyntaxError {
+    let full = e.to_string();
+    let reason = match full.rfind(" at line ") {
+        Some(at) => full.get(..at).unwrap_or(&full).to_string(),
+        None => full.clone(),
+    };
+    let line_start = body
+        .iter()
+        .enumerate()
+        .filter(|&(_, &b)| b == b'\n')
+        .nth(e.line().saturating_sub(2))
+        .map_or(0, |(i, _)| i + 1);
+    let line_start = if e.line() <= 1 { 0 } else { line_start };
+    let offset = (line_start + e.column().saturating_sub(1)).min(body.len());
+    SyntaxError {
+        reason,
+        line: e.line(),
+        column: e.column(),
+        offset,
+    }
+}
+
+/// `s` is non-empty and only Unicode White_Space (what "blank" means for the text rules). [INF]
+pub(crate) fn is_blank(s: &str) -> bool {
+    s.chars().all(char::is_whitespace)
+}
+
+/// The scheme of a URL, lower-cased, when it has one (`https`, `http`, `data`, `gs`, ...).
+pub(crate) fn url_scheme(url: &str) -> Option<String> {
+    let (scheme, _) = url.split_once(':')?;
+    let mut chars = scheme.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then(|| scheme.to_ascii_lowercase())
+}

@@ -1,0 +1,386 @@
+//! The HTTP server: wiremock 0.6 with a custom [`Match`] (routing on method and path, including Gemini's
+//! `{model}:generateContent` and Bedrock's `/model/{id}/converse`) and custom [`Respond`]ers that call
+//! [`crate::validate`], capture the request, and answer the real error or the next scripted turn.
+//!
+//! Limits of wiremock, accepted for a mock: the request body is read whole before matching (no size cap
+//! beyond memory), responses are sent whole (SSE events arrive in one body, so timing between events and
+//! splits inside a UTF-8 sequence at the TCP level cannot be scripted: splits happen at event level),
+//! and requests are answered one at a time (wiremock holds its state lock while responding).
+//! A client that disconnects mid-body makes wiremock's connection task panic; that only drops the
+//! connection it belongs to.
+
+use crate::capture::Capture;
+use crate::providers::{anthropic, bedrock, gemini, ollama, openai};
+use crate::script::{Reply, Script, Turn};
+use crate::{Provider, Verdict, ids, validate};
+use serde_json::{Map, Value, json};
+use std::net::{SocketAddr, TcpListener};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use wiremock::{Match, Mock, MockServer, Request, Respond, ResponseTemplate};
+
+/// What the server does when started.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where to listen; loopback unless told otherwise. Port 0 picks a free port.
+    pub addr: SocketAddr,
+    pub script: Script,
+    /// JSON Lines capture file (appended to).
+    pub capture: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            script: Script::default(),
+            capture: None,
+        }
+    }
+}
+
+struct State {
+    script: Mutex<Script>,
+    capture: Capture,
+}
+
+/// A running mock of all six provider APIs on one address. Dropping it stops the server.
+pub struct MockProviders {
+    server: MockServer,
+    state: Arc<State>,
+}
+
+/// Routes: one per mounted mock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Route {
+    Api(Provider),
+    ListRequests,
+    ClearRequests,
+    SetScript,
+}
+
+fn route(request: &Request) -> Option<Route> {
+    let path = request.url.path();
+    let method = request.method.as_str();
+    let api = |p| Some(Route::Api(p));
+    match (method, path) {
+        ("GET", "/__mock/requests") => Some(Route::ListRequests),
+        ("DELETE", "/__mock/requests") => Some(Route::ClearRequests),
+        ("POST", "/__mock/script") => Some(Route::SetScript),
+        ("POST", "/v1/messages") => api(Provider::Anthropic),
+        ("POST", "/v1/chat/completions") => api(Provider::OpenAiChat),
+        ("POST", "/v1/responses") => api(Provider::OpenAiResponses),
+        ("POST", "/api/chat") => api(Provider::Ollama),
+        ("POST", _) if gemini_model(path).is_some() => api(Provider::Gemini),
+        ("POST", _) if bedrock_stream(path).is_some() => api(Provider::Bedrock),
+        _ => None,
+    }
+}
+
+/// `/v1beta/models/{model}:generateContent` (or `:streamGenerateContent`, `/v1/...`) → (model, streamed).
+fn gemini_model(path: &str) -> Option<(&str, bool)> {
+    let rest = path
+        .strip_prefix("/v1beta/models/")
+        .or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, method) = rest.rsplit_once(':')?;
+    if model.is_empty() || model.contains('/') {
+        return None;
+    }
+    match method {
+        "generateContent" => Some((model, false)),
+        "streamGenerateContent" => Some((model, true)),
+        _ => None,
+    }
+}
+
+/// `/model/{modelId}/converse` → false, `/converse-stream` → true.
+fn bedrock_stream(path: &str) -> Option<bool> {
+    let rest = path.strip_prefix("/model/")?;
+    let (model, action) = rest.rsplit_once('/')?;
+    if model.is_empty() {
+        return None;
+    }
+    match action {
+        "converse" => Some(false),
+        "converse-stream" => Some(true),
+        _ => None,
+    }
+}
+
+impl Match for Route {
+    fn matches(&self, request: &Request) -> bool {
+        route(request) == Some(*self)
+    }
+}
+
+struct Responder {
+    route: Route,
+    state: Arc<State>,
+}
+
+impl Respond for Responder {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        match self.route {
+            Route::Api(provider) => self.state.answer(provider, request),
+            Route::ListRequests => {
+                ResponseTemplate::new(200).set_body_json(self.state.capture.all())
+            }
+            Route::ClearRequests => {
+                self.state.capture.clear();
+                ResponseTemplate::new(204)
+            }
+            Route::SetScript => {
+                let parsed = serde_json::from_slice::<Value>(&request.body)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|v| Script::from_json(&v));
+                match parsed {
+                    Ok(script) => {
+                        let turns = script.remaining();
+                        *self.state.script.lock().unwrap_or_else(|p| p.into_inner()) = script;
+                        ResponseTemplate::new(200)
+                            .set_body_json(json!({"ok": true, "turns": turns}))
+                    }
+                    Err(e) => {
+                        ResponseTemplate::new(400).set_body_json(json!({"error": format!("{e:#}")}))
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Answers unknown routes (and captures them): 404 with a JSON reason.
+struct NotFound(Arc<State>);
+
+impl Respond for NotFound {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let body = json!({"error": format!("mock-providers: no route for {} {}", request.method, request.url.path())});
+        self.0.capture.record(record(
+            None,
+            request,
+            &json!({"accepted": false, "status": 404, "body": body}),
+        ));
+        ResponseTemplate::new(404).set_body_json(body)
+    }
+}
+
+/// The capture record of one request.
+fn record(provider: Option<Provider>, request: &Request, verdict: &Value) -> Value {
+    let headers: Map<String, Value> = request
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_string(),
+                json!(String::from_utf8_lossy(v.as_bytes())),
+            )
+        })
+        .collect();
+    let mut r = json!({
+        "provider": provider.map(Provider::name),
+        "method": request.method.as_str(),
+        "path": request.url.path(),
+        "query": request.url.query(),
+        "headers": headers,
+        "body_len": request.body.len(),
+        "verdict": verdict,
+    });
+    match serde_json::from_slice::<Value>(&request.body) {
+        Ok(body) => r["body"] = body,
+        Err(_) => r["body_text"] = json!(String::from_utf8_lossy(&request.body)),
+    }
+    r
+}
+
+/// The request-id header a provider sends with every answer.
+fn request_id_header(provider: Provider) -> Option<(&'static str, String)> {
+    match provider {
+        Provider::Anthropic => Some(("request-id", ids::anthropic())),
+        Provider::OpenAiChat | Provider::OpenAiResponses => Some(("x-request-id", ids::openai())),
+        Provider::Bedrock => Some(("x-amzn-RequestId", ids::aws())),
+        Provider::Gemini | Provider::Ollama => None,
+    }
+}
+
+impl State {
+    fn answer(&self, provider: Provider, request: &Request) -> ResponseTemplate {
+        let verdict = validate(provider, &request.body);
+        let Verdict::Rejected {
+            status,
+            body,
+            headers,
+        } = verdict
+        else {
+            let turn = self
+                .script
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .next_turn();
+            let kind = match turn {
+                Turn::Text { .. } => "text",
+                Turn::ToolCall { .. } => "tool_call",
+            };
+            self.capture.record(record(
+                Some(provider),
+                request,
+                &json!({"accepted": true, "answer": kind}),
+            ));
+            let reply = reply(provider, &turn, request);
+            let mut t = ResponseTemplate::new(200).set_body_raw(reply.body, reply.content_type);
+            if let Some((name, value)) = request_id_header(provider) {
+                t = t.insert_header(name, value);
+            }
+            return t;
+        };
+        self.capture.record(record(
+            Some(provider),
+            request,
+            &json!({"accepted": false, "status": status, "body": body}),
+        ));
+        // `streamGenerateContent` without `alt=sse` wraps errors in a one-element array (research §4.5).
+        let body = match gemini_framing(provider, request) {
+            Some(gemini::Framing::Array) => json!([body]),
+            _ => body,
+        };
+        let mut t = ResponseTemplate::new(status)
+            .set_body_raw(body.to_string().into_bytes(), "application/json");
+        for (name, value) in headers {
+            t = t.insert_header(name.as_str(), value.as_str());
+        }
+        t
+    }
+}
+
+fn gemini_framing(provider: Provider, request: &Request) -> Option<gemini::Framing> {
+    if provider != Provider::Gemini {
+        return None;
+    }
+    let (_, streamed) = gemini_model(request.url.path())?;
+    let sse = request
+        .url
+        .query_pairs()
+        .any(|(k, v)| k == "alt" && v == "sse");
+    Some(match (streamed, sse) {
+        (false, _) => gemini::Framing::Json,
+        (true, true) => gemini::Framing::Sse,
+        (true, false) => gemini::Framing::Array,
+    })
+}
+
+fn reply(provider: Provider, turn: &Turn, request: &Request) -> Reply {
+    // Accepted bodies are JSON (Ollama's may carry trailing bytes after the first value).
+    let body = serde_json::Deserializer::from_slice(&request.body)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or(Value::Null);
+    let stream = body.get("stream") == Some(&Value::Bool(true));
+    let path = request.url.path();
+    match provider {
+        Provider::Anthropic => anthropic::reply(turn, &body, stream),
+        Provider::OpenAiChat => openai::chat_reply(turn, &body, stream),
+        Provider::OpenAiResponses => openai::responses_reply(turn, &body, stream),
+        Provider::Gemini => {
+            let model = gemini_model(path).map_or("", |(m, _)| m);
+            gemini::reply(
+                turn,
+                model,
+                gemini_framing(provider, request).unwrap_or(gemini::Framing::Json),
+            )
+        }
+        Provider::Bedrock => bedrock::reply(turn, bedrock_stream(path).unwrap_or(false)),
+        Provider::Ollama => ollama::reply(turn, &body),
+    }
+}
+
+impl MockProviders {
+    pub async fn start(config: Config) -> anyhow::Result<MockProviders> {
+        let listener = TcpListener::bind(config.addr)?;
+        let state = Arc::new(State {
+            script: Mutex::new(config.script),
+            capture: Capture::new(config.capture.as_deref())?,
+        });
+        // Our own capture replaces wiremock's recording (which would keep every body twice).
+        let server = MockServer::builder()
+            .listener(listener)
+            .disable_request_recording()
+            .start()
+            .await;
+        let routes = Provider::ALL.map(Route::Api).into_iter().chain([
+            Route::ListRequests,
+            Route::ClearRequests,
+            Route::SetScript,
+        ]);
+        for r in routes {
+            Mock::given(r)
+                .respond_with(Responder {
+                    route: r,
+                    state: state.clone(),
+                })
+                .mount(&server)
+                .await;
+        }
+        Mock::given(wiremock::matchers::any())
+            .respond_with(NotFound(state.clone()))
+            .with_priority(u8::MAX)
+            .mount(&server)
+            .await;
+        Ok(MockProviders { server, state })
+    }
+
+    pub fn address(&self) -> SocketAddr {
+        *self.server.address()
+    }
+
+    /// `http://host:port`.
+    pub fn uri(&self) -> String {
+        self.server.uri()
+    }
+
+    /// The base URL a client of `provider` is configured with (the SDKs' `base_url` convention).
+    pub fn base_url(&self, provider: Provider) -> String {
+        let uri = self.uri();
+        match provider {
+            Provider::Anthropic | Provider::Gemini | Provider::Bedrock | Provider::Ollama => uri,
+            Provider::OpenAiChat | Provider::OpenAiResponses => format!("{uri}/v1"),
+        }
+    }
+
+    /// The one-line JSON announcement `serve` prints: address and per-provider base URLs and endpoints.
+    pub fn banner(&self) -> Value {
+        let base = self.uri();
+        let endpoints = json!({
+            "anthropic": format!("{base}/v1/messages"),
+            "openai-chat": format!("{base}/v1/chat/completions"),
+            "openai-responses": format!("{base}/v1/responses"),
+            "gemini": format!("{base}/v1beta/models/{{model}}:generateContent"),
+            "bedrock": format!("{base}/model/{{modelId}}/converse"),
+            "ollama": format!("{base}/api/chat"),
+        });
+        let bases: Map<String, Value> = Provider::ALL
+            .iter()
+            .map(|&p| (p.name().to_string(), json!(self.base_url(p))))
+            .collect();
+        json!({
+            "address": self.address().to_string(),
+            "base_urls": bases,
+            "endpoints": endpoints,
+            "admin": {"requests": format!("{base}/__mock/requests"), "script": format!("{base}/__mock/script")},
+        })
+    }
+
+    /// Every request received so far with its verdict, in arrival order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.state.capture.all()
+    }
+
+    /// Replaces the script (the queue restarts with its first turn).
+    pub fn set_script(&self, script: Script) {
+        *self.state.script.lock().unwrap_or_else(|p| p.into_inner()) = script;
+    }
+
+    /// Capture records that could not be written to the capture file.
+    pub fn capture_write_errors(&self) -> u64 {
+        self.state.capture.write_errors()
+    }
+}
