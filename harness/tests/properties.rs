@@ -1,0 +1,193 @@
+//! Property tests for the reference: B1 (no panic on anything), B2 (idempotence), S1 (no
+//! directive line survives, judged by the independent checker, and the neutralizer agrees with
+//! the checker line by line), S2 (every output image is valid), F2 (texts survive).
+
+use normfuzz::coerce::coerce_json;
+use normfuzz::directive_check::{is_directive_line, lines};
+use normfuzz::image::{ImageFormat, validate_image};
+use normfuzz::neutralize::{MARKER, neutralize};
+use normfuzz::sample_images;
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// Pieces that make directives and their disguises likely.
+fn tricky_text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => proptest::sample::select(vec![
+            "MEDIA:", "media:", "MeDiA:", "MEDIA", ":", "ＭＥＤＩＡ：", "medıa:", "M\u{200B}EDIA:", "MEDIA\u{FE55}", "MEDIA\u{2A74}",
+            "\n", "\r", "\r\n", "\u{2028}", "\u{2029}", "\u{85}", "\u{0B}", "\u{0C}", "\u{1C}", "\u{1E}", "\u{1F}",
+            " ", "\t", "\u{A0}", "\u{3000}", "\u{FEFF}", "\u{200B}", "\u{E0041}", "[neutralized] ", "/tmp/secret.png", "x",
+            "é", "\u{301}", "A", "ᴹ", "Ⓜ", "\u{1D400}",
+        ]).prop_map(String::from),
+        1 => any::<String>(),
+    ];
+    proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+}
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        tricky_text().prop_map(Value::String),
+        proptest::sample::select(vec![
+            "text",
+            "image",
+            "audio",
+            "resource",
+            "resource_link",
+            "image/png",
+            "data:x",
+            "isError"
+        ])
+        .prop_map(|s| json!(s)),
+        proptest::sample::select(ImageFormat::ALL.to_vec())
+            .prop_map(|f| json!(sample_images::tiny_base64(f))),
+    ];
+    leaf.prop_recursive(5, 64, 8, |inner| {
+        prop_oneof![
+            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            proptest::collection::vec(
+                (
+                    proptest::sample::select(vec![
+                        "type",
+                        "text",
+                        "data",
+                        "mimeType",
+                        "uri",
+                        "name",
+                        "title",
+                        "resource",
+                        "blob",
+                        "content",
+                        "isError",
+                        "structuredContent",
+                        "resultType",
+                        "x",
+                    ]),
+                    inner
+                ),
+                0..6
+            )
+            .prop_map(|kv| Value::Object(
+                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+            )),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn neutralizer_agrees_with_the_independent_checker(text in tricky_text()) {
+        let out = neutralize(&text);
+        let ins: Vec<&str> = lines(&text).collect();
+        let outs: Vec<&str> = lines(&out).collect();
+        prop_assert_eq!(ins.len(), outs.len());
+        for (i, o) in ins.iter().zip(&outs) {
+            prop_assert!(!is_directive_line(o), "directive survived: {:?}", o);
+            if is_directive_line(i) {
+                prop_assert_eq!(o.replacen(MARKER, "", 1), *i, "neutralized line must differ only by the marker");
+                prop_assert!(o.len() == i.len() + MARKER.len());
+            } else {
+                prop_assert_eq!(o, i, "a non-directive line must stay byte-identical");
+            }
+        }
+    }
+
+    #[test]
+    fn neutralize_is_idempotent(text in tricky_text()) {
+        let once = neutralize(&text).into_owned();
+        let twice = neutralize(&once);
+        prop_assert_eq!(twice.as_ref(), once.as_str());
+    }
+
+    #[test]
+    fn neutralize_never_panics_on_any_string(text in any::<String>()) {
+        let out = neutralize(&text);
+        prop_assert!(lines(&out).all(|l| !is_directive_line(l)));
+    }
+
+    #[test]
+    fn coercion_output_is_safe_faithful_and_idempotent(input in arbitrary_json()) {
+        let raw = input.to_string();
+        let out = coerce_json(&raw).expect("serde_json output parses");
+        let out_json = serde_json::to_string(&out).expect("serializable");
+        let value: Value = serde_json::from_str(&out_json).expect("round trip");
+        let blocks = value["content"].as_array().expect("content array");
+        prop_assert!(!blocks.is_empty());
+        for block in blocks {
+            match block["type"].as_str() {
+                Some("text") => {
+                    let text = block["text"].as_str().expect("text is a string");
+                    prop_assert!(lines(text).all(|l| !is_directive_line(l)), "S1: {:?}", text);
+                }
+                Some("image") => {
+                    let (data, mime) = (block["data"].as_str().unwrap_or(""), block["mimeType"].as_str().unwrap_or(""));
+                    let valid = validate_image(data, mime);
+                    prop_assert!(valid.is_ok_and(|v| v.format.mime() == mime), "S2: {}", block);
+                }
+                other => prop_assert!(false, "only text and image blocks may leave: {:?}", other),
+            }
+        }
+        // F2: a text block's text survives (neutralized).
+        if let Some(items) = input.get("content").and_then(Value::as_array) {
+            for item in items {
+                if let (Some("text"), Some(text)) = (item.get("type").and_then(Value::as_str), item.get("text").and_then(Value::as_str))
+                    && !normfuzz::coerce::is_blank(text)
+                {
+                    let want = neutralize(text);
+                    prop_assert!(blocks.iter().any(|b| b["text"].as_str() == Some(want.as_ref())), "F2 lost {:?}", text);
+                }
+            }
+        }
+        // B2: the output, read back as a CallToolResult, coerces to itself.
+        let again = serde_json::to_string(&coerce_json(&out_json).expect("parses")).expect("serializable");
+        prop_assert_eq!(again, out_json);
+    }
+
+    #[test]
+    fn coercion_never_panics_on_arbitrary_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+        if let Ok(text) = std::str::from_utf8(&bytes) {
+            let _ = coerce_json(text);
+        }
+    }
+}
+
+/// Every character, in every position of a directive, gets the same verdict from the
+/// neutralizer and the independent checker. Letters: all of Unicode; blanks: the BMP and the
+/// ignorable tag planes (the rest of Unicode has no White_Space).
+#[test]
+fn exhaustive_single_character_agreement() {
+    let neutralizes = |line: &str| neutralize(line).as_ref() != line;
+    let mut checked = 0;
+    for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+        for i in 0..5 {
+            let mut word: Vec<char> = "MEDIA:".chars().collect();
+            word[i] = c;
+            let line: String = word.into_iter().collect();
+            assert_eq!(
+                neutralizes(&line),
+                is_directive_line(&line),
+                "letter {i} = U+{:04X}",
+                c as u32
+            );
+        }
+        if (c as u32) < 0x10000 || (0xE0000..0xE1000).contains(&(c as u32)) {
+            let line = format!("{c}MEDIA:/x");
+            let terminator = lines(&line).count() > 1;
+            assert_eq!(
+                neutralizes(&line),
+                terminator || is_directive_line(&line),
+                "blank U+{:04X}",
+                c as u32
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 1_000_000);
+}
