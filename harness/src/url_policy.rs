@@ -1,1 +1,0 @@
-//! Remote media URL policy (rules U1–U8). Being written.
