@@ -15,22 +15,24 @@ pub const MAX_DIMENSION: usize = 8000;
 const PREFIX_CHARS: usize = 64 * 1024;
 
 /// An image format every target provider accepts.
+///
+/// GIF is deliberately absent although spec rule S2 lists it: Gemini refuses it ("MIME type must
+/// be image/png, image/jpeg, image/webp, image/heic, or image/heif", providers.md §4.2), so a GIF
+/// passed through would poison a Gemini session. A GIF becomes a C2 placeholder instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFormat {
     Png,
     Jpeg,
-    Gif,
     Webp,
 }
 
 impl ImageFormat {
-    pub const ALL: [ImageFormat; 4] = [Self::Png, Self::Jpeg, Self::Gif, Self::Webp];
+    pub const ALL: [ImageFormat; 3] = [Self::Png, Self::Jpeg, Self::Webp];
 
     pub fn mime(self) -> &'static str {
         match self {
             Self::Png => "image/png",
             Self::Jpeg => "image/jpeg",
-            Self::Gif => "image/gif",
             Self::Webp => "image/webp",
         }
     }
@@ -44,7 +46,6 @@ impl ImageFormat {
         match t {
             ImageType::Png => Some(Self::Png),
             ImageType::Jpeg => Some(Self::Jpeg),
-            ImageType::Gif => Some(Self::Gif),
             ImageType::Webp => Some(Self::Webp),
             _ => None,
         }
@@ -78,7 +79,7 @@ impl ImageReject {
             Self::NotBase64 => "data is not canonical padded base64",
             Self::MissingMimeType => "missing mimeType",
             Self::UnsupportedMimeType => "unsupported mimeType",
-            Self::NotAnImage => "bytes are not a PNG, JPEG, GIF or WebP image",
+            Self::NotAnImage => "bytes are not a PNG, JPEG or WebP image",
             Self::UnreadableHeader => "image header unreadable",
             Self::TooManyPixels => "image dimensions exceed 8000 pixels",
         }
@@ -178,8 +179,8 @@ mod tests {
     fn each_rejection() {
         let png = b64(&fixtures::tiny(ImageFormat::Png));
         let jpeg = fixtures::tiny_base64(ImageFormat::Jpeg);
-        let gif = fixtures::tiny_base64(ImageFormat::Gif);
-        assert!(gif.ends_with("=="));
+        let webp = fixtures::tiny_base64(ImageFormat::Webp);
+        assert!(webp.ends_with('='));
         assert!(jpeg.contains('/') && jpeg.contains('+'));
         let cases: Vec<(String, &str, ImageReject)> = vec![
             (String::new(), "image/png", ImageReject::EmptyData),
@@ -194,8 +195,8 @@ mod tests {
                 ImageReject::DataUri,
             ),
             (
-                gif.trim_end_matches('=').to_string(),
-                "image/gif",
+                webp.trim_end_matches('=').to_string(),
+                "image/webp",
                 ImageReject::NotBase64,
             ),
             (

@@ -63,7 +63,9 @@ fn walk(w: &mut Writer, key: Option<&str>, v: &Value<'_>, depth: usize) -> Resul
     match v {
         Value::Null => w.push("null"),
         Value::Bool(b) => w.push(if *b { "true" } else { "false" }),
-        Value::Number(n) => w.push(&n.to_string()),
+        // serde_json's shortest round-trip form (`1e-185`), as JSON.stringify writes it; the
+        // Display form would spell out every zero.
+        Value::Number(n) => w.push(&serde_json::to_string(n).unwrap_or_default()),
         Value::Str(s) if is_payload(key, s) => {
             let mut note = String::new();
             let _ = write!(note, "[{} base64 characters omitted]", s.len());

@@ -98,8 +98,8 @@ fn c2_invalid_images_become_named_placeholders() {
             "[image image/png omitted: data is a data: URI, not bare base64]",
         ),
         (
-            json!({"type": "image", "data": sample_images::tiny_base64(ImageFormat::Gif).trim_end_matches('='), "mimeType": "image/gif"}),
-            "[image image/gif omitted: data is not canonical padded base64]",
+            json!({"type": "image", "data": sample_images::tiny_base64(ImageFormat::Webp).trim_end_matches('='), "mimeType": "image/webp"}),
+            "[image image/webp omitted: data is not canonical padded base64]",
         ),
         (
             json!({"type": "image", "data": "iVBOR", "mimeType": "image/png"}),
