@@ -1,7 +1,8 @@
 //! Reference normalizer speed, as ratios within one run:
 //! - coercion (parse, coerce, serialize) against a `serde_json::Value` round trip of the same
 //!   bytes, for text-heavy and image-heavy results from 10 KB to 5 MB;
-//! - the neutralizer against a `memchr::memmem` scan for `MEDIA:` over the same text.
+//! - the neutralizer against a `memchr::memmem` scan for `MEDIA:` over the same text;
+//! - the streaming neutralizer (4 KiB byte chunks) against the whole-text one.
 //!
 //! `cargo xtask bench` runs this and prints the ratios.
 
@@ -80,5 +81,31 @@ fn neutralizer(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, coercion, neutralizer);
+/// The streaming neutralizer fed 4 KiB byte chunks (splitting characters), next to the
+/// whole-text one on the same text.
+fn stream_neutralizer(c: &mut Criterion) {
+    let clean = PROSE.repeat(1_000_000 / PROSE.len());
+    let dirty = format!("{clean}  MEDIA:/tmp/secret.png\n").repeat(2);
+    let mut group = c.benchmark_group("neutralize_stream");
+    for (name, text) in [("clean_1MB", &clean), ("with_directives_2MB", &dirty)] {
+        group.throughput(Throughput::Bytes(text.len() as u64));
+        group.bench_with_input(BenchmarkId::new("stream_4KiB_chunks", name), text, |b, t| {
+            b.iter(|| {
+                let mut stream = normfuzz::stream::StreamNeutralizer::new();
+                let mut out = String::with_capacity(t.len() + 64);
+                for chunk in black_box(t.as_bytes()).chunks(4096) {
+                    stream.push(chunk, &mut out);
+                }
+                stream.finish(&mut out);
+                out.len()
+            })
+        });
+        group.bench_with_input(BenchmarkId::new("whole_text", name), text, |b, t| {
+            b.iter(|| normfuzz::neutralize::neutralize(black_box(t)).len())
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, coercion, neutralizer, stream_neutralizer);
 criterion_main!(benches);

@@ -173,3 +173,18 @@ pub fn valid_result(version: McpVersion) -> impl Strategy<Value = CallToolResult
             },
         )
 }
+
+/// Text built from pieces that make `MEDIA:` directives and their disguises likely (every line
+/// terminator, blank and ignorable kind, fullwidth and case-mapped letters, colon look-alikes).
+pub fn tricky_text() -> impl Strategy<Value = String> {
+    let piece = prop_oneof![
+        4 => proptest::sample::select(vec![
+            "MEDIA:", "media:", "MeDiA:", "MEDIA", ":", "ＭＥＤＩＡ：", "medıa:", "M\u{200B}EDIA:", "MEDIA\u{FE55}", "MEDIA\u{2A74}",
+            "\n", "\r", "\r\n", "\u{2028}", "\u{2029}", "\u{85}", "\u{0B}", "\u{0C}", "\u{1C}", "\u{1E}", "\u{1F}",
+            " ", "\t", "\u{A0}", "\u{3000}", "\u{FEFF}", "\u{200B}", "\u{E0041}", "[neutralized] ", "/tmp/secret.png", "x",
+            "é", "\u{301}", "A", "ᴹ", "Ⓜ", "\u{1D400}",
+        ]).prop_map(String::from),
+        1 => any::<String>(),
+    ];
+    proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
+}

@@ -4,10 +4,18 @@
 
 pub mod coerce;
 pub mod directive_check;
+pub mod embed;
 pub mod generate;
 pub mod image;
 pub mod json_text;
 pub mod mcp;
+pub mod media_policy;
 pub mod neutralize;
+pub mod reply;
+pub mod retry;
 pub mod sample_images;
+pub mod sse;
+pub mod stream;
+pub mod turn;
 pub mod url_policy;
+pub mod vision;
