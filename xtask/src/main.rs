@@ -1,1 +1,283 @@
-fn main() {}
+//! `cargo xtask`: the project's entry points (CI gate, benchmarks).
+//!
+//! Each task is a sequence of cargo invocations run from the workspace root; failures stop the
+//! task with a non-zero exit.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "normfuzz project tasks")]
+struct Cli {
+    #[command(subcommand)]
+    task: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// The CI gate: format check, clippy with warnings denied, every test in release mode.
+    ///
+    /// Ends with a line `N passed, N failed` summing every test binary.
+    Ci,
+    /// Run the criterion benchmarks and print the speed ratios README quotes.
+    Bench,
+    /// Build normfuzz in release mode and run `normfuzz conform` with these arguments.
+    ///
+    /// Without `--sut`, the SUT is the reference itself over the subprocess path
+    /// (`normfuzz serve-reference`); without `--cases`/`--time`, 20000 cases.
+    Conform {
+        /// Arguments for `normfuzz conform` (see `normfuzz conform --help`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    match Cli::parse().task.run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask: error: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl Task {
+    fn run(self) -> Result<()> {
+        let root = workspace_root();
+        match self {
+            Task::Ci => ci(&root),
+            Task::Bench => bench(&root),
+            Task::Conform { args } => {
+                let normfuzz = build_normfuzz(&root)?;
+                let status = Command::new(&normfuzz)
+                    .arg("conform")
+                    .args(conform_args(&normfuzz, args))
+                    .status()?;
+                std::process::exit(status.code().unwrap_or(2));
+            }
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+fn cargo(root: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root).args(args);
+    cmd
+}
+
+fn step(name: &str, mut cmd: Command) -> Result<()> {
+    eprintln!("==> {name}");
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {name}"))?;
+    if !status.success() {
+        bail!("{name} failed ({status})");
+    }
+    Ok(())
+}
+
+fn build_normfuzz(root: &Path) -> Result<PathBuf> {
+    step(
+        "cargo build --release -p normfuzz",
+        cargo(root, &["build", "--release", "-p", "normfuzz", "--quiet"]),
+    )?;
+    Ok(root.join("target/release/normfuzz"))
+}
+
+/// Fills in the defaults `cargo xtask conform` promises.
+fn conform_args(normfuzz: &Path, mut args: Vec<String>) -> Vec<String> {
+    let has = |args: &[String], flag: &str| {
+        args.iter()
+            .any(|a| a == flag || a.starts_with(&format!("{flag}=")))
+    };
+    if !has(&args, "--sut") {
+        args.extend([
+            "--sut".into(),
+            format!("{} serve-reference", normfuzz.display()),
+        ]);
+    }
+    if !has(&args, "--cases") && !has(&args, "--time") {
+        args.extend(["--cases".into(), "20000".into()]);
+    }
+    args
+}
+
+fn ci(root: &Path) -> Result<()> {
+    step(
+        "cargo fmt --check",
+        cargo(root, &["fmt", "--all", "--check"]),
+    )?;
+    step(
+        "cargo clippy",
+        cargo(
+            root,
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--release",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+    )?;
+    let (mut passed, mut failed) = run_tests(root)?;
+    // The product's own gate, as a user runs it: the reference over the subprocess path must be
+    // clean, and the pass-through example SUT must be caught.
+    let normfuzz = build_normfuzz(root)?;
+    let reports = root.join("target/ci-reports");
+    let campaigns = [
+        (
+            "conform: serve-reference is clean",
+            format!("{} serve-reference", normfuzz.display()),
+            "20000",
+            0,
+            "reference",
+        ),
+        (
+            "conform: sut-echo is caught",
+            "python3 examples/sut-echo/echo.py".to_string(),
+            "2000",
+            1,
+            "echo",
+        ),
+    ];
+    for (name, sut, cases, want_exit, folder) in campaigns {
+        eprintln!("==> {name}");
+        let report = reports.join(folder);
+        let status = Command::new(&normfuzz)
+            .current_dir(root)
+            .args([
+                "conform", "--sut", &sut, "--cases", cases, "--seed", "1", "--report",
+            ])
+            .arg(&report)
+            .status()
+            .with_context(|| format!("cannot run {name}"))?;
+        if status.code() == Some(want_exit) {
+            passed += 1;
+        } else {
+            eprintln!(
+                "xtask: {name}: exit {status}, expected {want_exit}; report in {}",
+                report.display()
+            );
+            failed += 1;
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        bail!("{failed} checks failed");
+    }
+    Ok(())
+}
+
+/// Runs `cargo test` in release mode, echoing its output and summing its `test result:` lines.
+fn run_tests(root: &Path) -> Result<(u64, u64)> {
+    eprintln!("==> cargo test --workspace --release");
+    let mut child = cargo(root, &["test", "--workspace", "--release"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot start cargo test")?;
+    let stdout = child.stdout.take().context("cargo test has no stdout")?;
+    let (mut passed, mut failed) = (0, 0);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo test output")?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            passed += count(rest, " passed");
+            failed += count(rest, " failed");
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() && failed == 0 {
+        bail!("cargo test failed ({status})");
+    }
+    Ok((passed, failed))
+}
+
+/// The number before `label` in a libtest summary such as `ok. 12 passed; 0 failed; ...`.
+fn count(summary: &str, label: &str) -> u64 {
+    summary
+        .split(';')
+        .find_map(|part| {
+            part.trim()
+                .trim_start_matches("ok. ")
+                .trim_start_matches("FAILED. ")
+                .strip_suffix(label.trim())
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+fn bench(root: &Path) -> Result<()> {
+    step("cargo bench", {
+        let mut cmd = cargo(root, &["bench", "-p", "normfuzz", "--bench", "reference"]);
+        cmd.env("CARGO_TERM_COLOR", "never");
+        cmd
+    })?;
+    let criterion = root.join("target/criterion");
+    println!("\nratios (reference time / baseline time; below 1 means faster than the baseline):");
+    for (group, baseline) in [
+        ("coerce_text", "serde_json_roundtrip"),
+        ("coerce_image", "serde_json_roundtrip"),
+        ("neutralize", "memmem_scan"),
+    ] {
+        let dir = criterion.join(group).join("reference");
+        let mut params: Vec<String> = std::fs::read_dir(&dir)
+            .with_context(|| format!("no results in {}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+            .filter(|p| p != "report")
+            .collect();
+        params.sort_by_key(|p| p.parse::<u64>().unwrap_or(u64::MAX));
+        for param in params {
+            let ours = mean_ns(&dir.join(&param))?;
+            let theirs = mean_ns(&criterion.join(group).join(baseline).join(&param))?;
+            println!(
+                "  {group:<13} {param:>20}: {:.2}x {baseline} ({:.1} vs {:.1} µs)",
+                ours / theirs,
+                ours / 1e3,
+                theirs / 1e3
+            );
+        }
+    }
+    Ok(())
+}
+
+fn mean_ns(dir: &Path) -> Result<f64> {
+    let path = dir.join("new/estimates.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)?;
+    value["mean"]["point_estimate"]
+        .as_f64()
+        .with_context(|| format!("no mean in {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_libtest_summaries() {
+        let ok =
+            "ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s";
+        assert_eq!(
+            (super::count(ok, " passed"), super::count(ok, " failed")),
+            (12, 0)
+        );
+        let bad = "FAILED. 3 passed; 2 failed; 0 ignored";
+        assert_eq!(
+            (super::count(bad, " passed"), super::count(bad, " failed")),
+            (3, 2)
+        );
+    }
+}

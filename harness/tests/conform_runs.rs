@@ -1,0 +1,145 @@
+//! The differential runner end to end: the reference over the subprocess path is clean, a
+//! pass-through SUT is caught with small shrunk inputs, a faulty SUT is survived and reported,
+//! and a run is deterministic for a seed.
+
+use std::time::Duration;
+
+use normfuzz::conform::{Campaign, Outcome, Progress, run};
+use normfuzz::protocol::Op;
+use normfuzz::sut::{ProcessSut, ReferenceSut};
+
+fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
+    Campaign {
+        ops: ops.to_vec(),
+        cases: Some(cases),
+        time: None,
+        seed,
+        jobs: 1,
+        strict: false,
+    }
+}
+
+fn run_process(command: &str, campaign: &Campaign, timeout: Duration) -> Outcome {
+    let argv = ProcessSut::parse_command(command).expect("command");
+    run(
+        campaign,
+        || ProcessSut::start(argv.clone(), timeout),
+        &Progress::default(),
+    )
+    .expect("campaign runs")
+}
+
+fn python() -> Option<&'static str> {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| "python3")
+}
+
+#[test]
+fn serve_reference_over_the_subprocess_path_is_clean() {
+    let command = format!("{} serve-reference", env!("CARGO_BIN_EXE_normfuzz"));
+    let outcome = run_process(
+        &command,
+        &campaign(&Op::ALL, 3_000, 7),
+        Duration::from_secs(5),
+    );
+    assert_eq!(outcome.cases(), 3_000);
+    let gate: Vec<_> = outcome
+        .findings
+        .iter()
+        .filter(|f| f.gate)
+        .map(|f| (&f.id, &f.input))
+        .collect();
+    assert!(gate.is_empty(), "{gate:?}");
+}
+
+#[test]
+fn pass_through_sut_is_caught_with_minimal_inputs() {
+    let Some(python) = python() else {
+        eprintln!("SKIPPED: python3 not found");
+        return;
+    };
+    let command = format!(
+        "{python} {}/../examples/sut-echo/echo.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let outcome = run_process(
+        &command,
+        &campaign(&[Op::CoerceToolResult, Op::NeutralizeText], 600, 1),
+        Duration::from_secs(5),
+    );
+    let s1 = outcome
+        .findings
+        .iter()
+        .find(|f| f.rule == "S1")
+        .expect("S1 found");
+    assert!(
+        s1.input.to_string().len() <= 40,
+        "S1 not shrunk: {}",
+        s1.input
+    );
+    let s2 = outcome
+        .findings
+        .iter()
+        .find(|f| f.rule == "S2")
+        .expect("S2 found");
+    assert!(
+        s2.input.to_string().len() <= 200,
+        "S2 not shrunk: {}",
+        s2.input
+    );
+    assert!(outcome.failed(false) > 0);
+}
+
+#[test]
+fn faulty_sut_is_survived_reported_and_restarted() {
+    let Some(python) = python() else {
+        eprintln!("SKIPPED: python3 not found");
+        return;
+    };
+    let command = format!(
+        "{python} {}/tests/suts/faulty.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let outcome = run_process(
+        &command,
+        &campaign(&[Op::NeutralizeText], 150, 3),
+        Duration::from_millis(300),
+    );
+    assert_eq!(outcome.cases(), 150, "the run went on after every fault");
+    let rules: Vec<&str> = outcome
+        .findings
+        .iter()
+        .filter(|f| f.gate)
+        .map(|f| f.rule)
+        .collect();
+    for fault in ["crash", "hang", "protocol"] {
+        assert!(rules.contains(&fault), "{fault} not reported: {rules:?}");
+    }
+}
+
+#[test]
+fn sut_without_handshake_is_a_clear_error() {
+    let err = ProcessSut::start(vec!["true".into()], Duration::from_secs(1))
+        .err()
+        .expect("no handshake");
+    assert!(err.to_string().contains("handshake"), "{err}");
+    let err = ProcessSut::start(vec!["echo".into(), "hello".into()], Duration::from_secs(1))
+        .err()
+        .expect("bad handshake");
+    assert!(err.to_string().contains("handshake"), "{err}");
+}
+
+#[test]
+fn same_seed_same_cases() {
+    let c = campaign(&Op::ALL, 1_000, 42);
+    let a = run(&c, || Ok(ReferenceSut), &Progress::default()).unwrap();
+    let b = run(&c, || Ok(ReferenceSut), &Progress::default()).unwrap();
+    assert_eq!(
+        serde_json::to_string(&a.per_op).unwrap(),
+        serde_json::to_string(&b.per_op).unwrap()
+    );
+}
