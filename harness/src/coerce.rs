@@ -60,6 +60,51 @@ pub struct AgentToolResult<'a> {
     pub is_error: bool,
 }
 
+impl AgentToolResult<'_> {
+    /// The result as compact JSON, byte-identical to its `Serialize` form. Image data is
+    /// validated base64, which has no character JSON escapes, so it is copied as is instead of
+    /// going through the escape scan: for a 5 MB screenshot that scan is most of the cost.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            64 + self
+                .content
+                .iter()
+                .map(|b| match b {
+                    AgentBlock::Text { text } => text.len() + 32,
+                    AgentBlock::Image(image) => image.data.len() + 64,
+                })
+                .sum::<usize>(),
+        );
+        out.extend_from_slice(b"{\"content\":[");
+        for (i, block) in self.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match block {
+                AgentBlock::Text { text } => {
+                    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                    // Writing a string into a Vec cannot fail.
+                    let _ = serde_json::to_writer(&mut out, text.as_ref());
+                    out.push(b'}');
+                }
+                AgentBlock::Image(image) => {
+                    out.extend_from_slice(b"{\"type\":\"image\",\"data\":\"");
+                    out.extend_from_slice(image.data.as_bytes());
+                    out.extend_from_slice(b"\",\"mimeType\":\"");
+                    out.extend_from_slice(image.mime_type.as_bytes());
+                    out.extend_from_slice(b"\"}");
+                }
+            }
+        }
+        out.extend_from_slice(if self.is_error {
+            b"],\"isError\":true}"
+        } else {
+            b"],\"isError\":false}"
+        });
+        out
+    }
+}
+
 /// Parses `input` as JSON and coerces it; a parse error is the only error.
 pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error> {
     let value: Value<'_> = serde_json::from_str(input)?;

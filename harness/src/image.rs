@@ -10,9 +10,10 @@ use imagesize::ImageType;
 pub const MAX_BASE64_LEN: usize = 5_242_880;
 /// Largest accepted width or height in pixels.
 pub const MAX_DIMENSION: usize = 8000;
-/// Base64 characters decoded before the first header read; multiple of 4. Large JPEG metadata
-/// segments can push the frame header further, in which case the whole payload is decoded.
-const PREFIX_CHARS: usize = 64 * 1024;
+/// Base64 characters decoded before the first header read; multiple of 4. PNG, GIF and WebP
+/// headers sit in the first bytes; large JPEG metadata segments can push the frame header
+/// further, in which case the whole payload is decoded.
+const PREFIX_CHARS: usize = 4 * 1024;
 
 /// An image format every target provider accepts.
 ///
@@ -252,6 +253,15 @@ mod tests {
             );
         }
         assert!(validate_image(&b64(&fixtures::png_header(8000, 8000)), "image/png").is_ok());
+    }
+
+    #[test]
+    fn large_png_is_judged_from_its_header() {
+        let data = b64(&fixtures::png_with_padding(1_000_000));
+        assert_eq!(
+            validate_image(&data, "image/png").map(|v| (v.width, v.height)),
+            Ok((1, 1))
+        );
     }
 
     #[test]

@@ -165,7 +165,8 @@ fn run(command: Command) -> Result<ExitCode> {
             let input = read_input(file.as_ref())?;
             let result =
                 normfuzz::coerce::coerce_json(&input).context("input is not valid JSON")?;
-            print_json(&mut out, &result)?;
+            out.write_all(&result.to_json_bytes())?;
+            out.write_all(b"\n")?;
         }
         Command::Neutralize { file } => {
             let input = read_input(file.as_ref())?;

@@ -40,6 +40,22 @@ pub fn png_header(width: u32, height: u32) -> Vec<u8> {
     png
 }
 
+/// The 1x1 PNG with a private ancillary chunk of `padding` bytes after its header, as a large
+/// screenshot has its pixel data after the header.
+pub fn png_with_padding(padding: usize) -> Vec<u8> {
+    let png = tiny(ImageFormat::Png);
+    // Signature (8) and IHDR (4 length + 4 type + 13 data + 4 CRC) come first.
+    let (head, rest) = png.split_at(33);
+    let mut chunk = b"npAd".to_vec();
+    chunk.resize(4 + padding, b'.');
+    let mut out = head.to_vec();
+    out.extend_from_slice(&u32::try_from(padding).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&chunk);
+    out.extend_from_slice(&crc32fast::hash(&chunk).to_be_bytes());
+    out.extend_from_slice(rest);
+    out
+}
+
 /// The 1x1 JPEG with `padding` bytes of comment segments between SOI and the frame header,
 /// as large EXIF or ICC segments do in camera output.
 pub fn jpeg_with_padding(padding: usize) -> Vec<u8> {

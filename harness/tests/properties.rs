@@ -132,6 +132,8 @@ proptest! {
                 }
             }
         }
+        // The fast writer and the Serialize form agree byte for byte.
+        prop_assert_eq!(String::from_utf8(out.to_json_bytes()).expect("UTF-8"), out_json.clone());
         // B2: the output, read back as a CallToolResult, coerces to itself.
         let again = serde_json::to_string(&coerce_json(&out_json).expect("parses")).expect("serializable");
         prop_assert_eq!(again, out_json);

@@ -232,6 +232,7 @@ fn bench(root: &Path) -> Result<()> {
         ("coerce_text", "serde_json_roundtrip"),
         ("coerce_image", "serde_json_roundtrip"),
         ("neutralize", "memmem_scan"),
+        ("neutralize", "memchr_colon_scan"),
     ] {
         let dir = criterion.join(group).join("reference");
         let mut params: Vec<String> = std::fs::read_dir(&dir)
@@ -250,6 +251,64 @@ fn bench(root: &Path) -> Result<()> {
                 theirs / 1e3
             );
         }
+    }
+    campaign_throughput(root)?;
+    Ok(())
+}
+
+/// Cases per second through the whole runner (generate, SUT, reference, judge), in process and
+/// through a pipelined `serve-reference` subprocess, for a simple op and for all ops.
+fn campaign_throughput(root: &Path) -> Result<()> {
+    let normfuzz = build_normfuzz(root)?;
+    let serve = format!("{} serve-reference", normfuzz.display());
+    println!("\ncampaign throughput (cases/s, seed 1):");
+    for (label, sut, ops, jobs) in [
+        (
+            "in process, neutralize_text",
+            "reference",
+            Some("neutralize_text"),
+            "1",
+        ),
+        (
+            "subprocess, neutralize_text",
+            serve.as_str(),
+            Some("neutralize_text"),
+            "1",
+        ),
+        (
+            "subprocess, neutralize_text, 2 jobs",
+            serve.as_str(),
+            Some("neutralize_text"),
+            "2",
+        ),
+        ("subprocess, all ops, 2 jobs", serve.as_str(), None, "2"),
+    ] {
+        let report = root
+            .join("target/bench-reports")
+            .join(label.replace([',', ' '], "_"));
+        let mut cmd = Command::new(&normfuzz);
+        cmd.args([
+            "conform", "--sut", sut, "--jobs", jobs, "--cases", "100000", "--report",
+        ])
+        .arg(&report);
+        if let Some(ops) = ops {
+            cmd.args(["--ops", ops]);
+        }
+        let output = cmd
+            .stderr(Stdio::null())
+            .output()
+            .with_context(|| format!("cannot run {label}"))?;
+        let index: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(report.join("index.json"))?)?;
+        let (cases, ms) = (
+            index["cases"].as_f64().unwrap_or(0.0),
+            index["elapsedMs"].as_f64().unwrap_or(1.0),
+        );
+        println!(
+            "  {label:<38} {:>9.0}  ({})",
+            cases * 1000.0 / ms.max(1.0),
+            output.status
+        );
     }
     Ok(())
 }
