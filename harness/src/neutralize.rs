@@ -350,28 +350,46 @@ fn candidate_portable(bytes: &[u8], from: usize) -> Option<usize> {
     memchr::memchr3(b':', 0xE2, 0xEF, bytes.get(from..)?).map(|rel| from + rel)
 }
 
+/// Lead bytes of the 2-byte characters that read as `A` or are ignorable (U+00AA, U+00AD,
+/// U+034F, U+061C); a test derives the set from the tables.
+#[cfg(any(target_arch = "x86_64", test))]
+const TWO_BYTE_LEADS: [u8; 3] = [0xC2, 0xCD, 0xD8];
+
 /// Hand-written SIMD (no crate offers a search for this predicate): 32 bytes per step, with the
 /// byte before and after each position loaded alongside; edges go to the portable path.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn candidate_avx2(bytes: &[u8], from: usize) -> Option<usize> {
     use std::arch::x86_64::*;
-    // Position 0 cannot end a directive: nothing precedes it.
-    let mut i = from.max(1);
+    // Positions 0 and 1 cannot end a directive: five letters precede its colon.
+    let mut i = from.max(2);
     let splat = |b: u8| _mm256_set1_epi8(b as i8);
     while i + 33 <= bytes.len() {
         // SAFETY: i - 1 >= 0 and i + 33 <= len, so all three 32-byte loads are in bounds.
-        let (prev, cur, next) = unsafe {
+        // SAFETY: i >= 2 and i + 33 <= len, so all four 32-byte loads are in bounds.
+        let (prev2, prev, cur, next) = unsafe {
             let p = bytes.as_ptr().add(i);
             (
+                _mm256_loadu_si256(p.sub(2).cast()),
                 _mm256_loadu_si256(p.sub(1).cast()),
                 _mm256_loadu_si256(p.cast()),
                 _mm256_loadu_si256(p.add(1).cast()),
             )
         };
+        // The character before the colon reads as `A` or is ignorable: ASCII `a`/`A`, the end of
+        // a 3- or 4-byte character (two continuation bytes), or a 2-byte character whose lead is
+        // in TWO_BYTE_LEADS. Latin-1 letters (lead C3, `Résumé:`) are skipped here.
+        let continuation = |v| _mm256_cmpgt_epi8(splat(0xC0), v); // signed: 0x80..=0xBF
+        let high = |v| _mm256_cmpgt_epi8(_mm256_setzero_si256(), v); // 0x80..=0xFF
+        let lead_ok = TWO_BYTE_LEADS
+            .iter()
+            .fold(_mm256_setzero_si256(), |acc, &b| {
+                _mm256_or_si256(acc, _mm256_cmpeq_epi8(prev2, splat(b)))
+            });
+        let prev2_ok = _mm256_or_si256(lead_ok, _mm256_and_si256(high(prev2), continuation(prev2)));
         let after_a = _mm256_or_si256(
             _mm256_cmpeq_epi8(_mm256_or_si256(prev, splat(0x20)), splat(b'a')),
-            _mm256_cmpgt_epi8(_mm256_setzero_si256(), prev),
+            _mm256_and_si256(_mm256_and_si256(high(prev), continuation(prev)), prev2_ok),
         );
         let ascii = _mm256_and_si256(_mm256_cmpeq_epi8(cur, splat(b':')), after_a);
         let e2 = _mm256_and_si256(
@@ -670,6 +688,15 @@ mod tests {
                     c as u32
                 );
             }
+        }
+    }
+
+    #[test]
+    fn two_byte_leads_cover_every_a_form_and_ignorable() {
+        let mut buf = [0u8; 4];
+        for c in ('\u{80}'..='\u{7FF}').filter(|&c| reads_as_letter(c, 'A') || is_ignorable(c)) {
+            let lead = c.encode_utf8(&mut buf).as_bytes()[0];
+            assert!(TWO_BYTE_LEADS.contains(&lead), "U+{:04X}", c as u32);
         }
     }
 
