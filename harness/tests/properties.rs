@@ -5,66 +5,10 @@
 use normfuzz::coerce::coerce_json;
 use normfuzz::directive_check::{is_directive_line, lines};
 use normfuzz::generate::tricky_text;
-use normfuzz::image::{ImageFormat, validate_image};
+use normfuzz::image::validate_image;
 use normfuzz::neutralize::{MARKER, neutralize};
-use normfuzz::sample_images;
 use proptest::prelude::*;
-use serde_json::{Value, json};
-
-fn arbitrary_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(|n| json!(n)),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(|f| json!(f)),
-        tricky_text().prop_map(Value::String),
-        proptest::sample::select(vec![
-            "text",
-            "image",
-            "audio",
-            "resource",
-            "resource_link",
-            "image/png",
-            "data:x",
-            "isError"
-        ])
-        .prop_map(|s| json!(s)),
-        proptest::sample::select(ImageFormat::ALL.to_vec())
-            .prop_map(|f| json!(sample_images::tiny_base64(f))),
-    ];
-    leaf.prop_recursive(5, 64, 8, |inner| {
-        prop_oneof![
-            proptest::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            proptest::collection::vec(
-                (
-                    proptest::sample::select(vec![
-                        "type",
-                        "text",
-                        "data",
-                        "mimeType",
-                        "uri",
-                        "name",
-                        "title",
-                        "resource",
-                        "blob",
-                        "content",
-                        "isError",
-                        "structuredContent",
-                        "resultType",
-                        "x",
-                    ]),
-                    inner
-                ),
-                0..6
-            )
-            .prop_map(|kv| Value::Object(
-                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
-            )),
-        ]
-    })
-}
+use serde_json::Value;
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
@@ -100,7 +44,7 @@ proptest! {
     }
 
     #[test]
-    fn coercion_output_is_safe_faithful_and_idempotent(input in arbitrary_json()) {
+    fn coercion_output_is_safe_faithful_and_idempotent(input in normfuzz::cases::hostile_json()) {
         let raw = input.to_string();
         let out = coerce_json(&raw).expect("serde_json output parses");
         let out_json = serde_json::to_string(&out).expect("serializable");
