@@ -55,6 +55,7 @@ impl Task {
             Task::Conform { args } => {
                 let normfuzz = build_normfuzz(&root)?;
                 let status = Command::new(&normfuzz)
+                    .current_dir(&root)
                     .arg("conform")
                     .args(conform_args(&normfuzz, args))
                     .status()?;
