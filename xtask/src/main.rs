@@ -55,7 +55,6 @@ impl Task {
             Task::Conform { args } => {
                 let normfuzz = build_normfuzz(&root)?;
                 let status = Command::new(&normfuzz)
-                    .current_dir(&root)
                     .arg("conform")
                     .args(conform_args(&normfuzz, args))
                     .status()?;
