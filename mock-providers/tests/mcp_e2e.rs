@@ -1,4 +1,4 @@
-//! Real processes: the `mcp_stdio` example over pipes, and the official MCP TypeScript SDK client
+//! Real processes: `mock-providers mcp --result FILE` over pipes, and the official MCP TypeScript SDK client
 //! (`@modelcontextprotocol/sdk`, pinned below) over stdio and over Streamable HTTP.
 //!
 //! The SDK is installed once into `<target>/npm-mcp-client/` and reused. Without `node` and `npm`
@@ -30,28 +30,9 @@ fn result_file(result: &str) -> tempfile::NamedTempFile {
     file
 }
 
-/// Builds the example once per test run (`cargo test --test mcp_e2e` does not build examples).
-fn example_binary() -> &'static Path {
-    static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        let output = Command::new(env!("CARGO"))
-            .args(["build", "-p", "mock-providers", "--example", "mcp_stdio"])
-            .arg("--message-format=json-render-diagnostics")
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .stderr(Stdio::inherit())
-            .output()
-            .expect("running cargo");
-        assert!(
-            output.status.success(),
-            "cargo build --example mcp_stdio failed"
-        );
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .find(|m| m["reason"] == "compiler-artifact" && m["target"]["name"] == "mcp_stdio")
-            .and_then(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reported no mcp_stdio executable")
-    })
+/// The crate's own binary; its `mcp --result FILE` subcommand serves the file over stdio.
+fn server_binary() -> &'static Path {
+    Path::new(env!("CARGO_BIN_EXE_mock-providers"))
 }
 
 /// Runs `command` to completion, killing it if it takes longer than `limit`.
@@ -77,7 +58,7 @@ async fn finish(
 }
 
 #[tokio::test]
-async fn stdio_example_answers_line_by_line_until_stdin_closes() {
+async fn stdio_server_answers_line_by_line_until_stdin_closes() {
     let file = result_file(IMAGE_WITHOUT_DATA);
     let lines: [&[u8]; 11] = [
         br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}"#,
@@ -93,8 +74,12 @@ async fn stdio_example_answers_line_by_line_until_stdin_closes() {
         // No final newline: still a message once stdin closes.
         br#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
     ];
-    let mut command = tokio::process::Command::new(example_binary());
-    command.arg(file.path());
+    let mut command = tokio::process::Command::new(server_binary());
+    command.args([
+        OsStr::new("mcp"),
+        OsStr::new("--result"),
+        file.path().as_os_str(),
+    ]);
     let output = finish(command, &lines.join(&b'\n'), Duration::from_secs(20)).await;
     assert!(output.status.success(), "{output:?}");
 
@@ -118,10 +103,14 @@ async fn stdio_example_answers_line_by_line_until_stdin_closes() {
 }
 
 #[tokio::test]
-async fn stdio_example_exits_cleanly_on_immediate_eof() {
+async fn stdio_server_exits_cleanly_on_immediate_eof() {
     let file = result_file("{}");
-    let mut command = tokio::process::Command::new(example_binary());
-    command.arg(file.path());
+    let mut command = tokio::process::Command::new(server_binary());
+    command.args([
+        OsStr::new("mcp"),
+        OsStr::new("--result"),
+        file.path().as_os_str(),
+    ]);
     let output = finish(command, b"", Duration::from_secs(20)).await;
     assert!(
         output.status.success() && output.stdout.is_empty(),
@@ -251,7 +240,9 @@ async fn sdk_client_over_stdio() {
         let file = result_file(result);
         let args = [
             OsStr::new("stdio"),
-            example_binary().as_os_str(),
+            server_binary().as_os_str(),
+            OsStr::new("mcp"),
+            OsStr::new("--result"),
             file.path().as_os_str(),
         ];
         let report = sdk_client(dir, &args).await;
@@ -262,7 +253,9 @@ async fn sdk_client_over_stdio() {
     let file = result_file(NOT_AN_OBJECT);
     let args = [
         OsStr::new("stdio"),
-        example_binary().as_os_str(),
+        server_binary().as_os_str(),
+        OsStr::new("mcp"),
+        OsStr::new("--result"),
         file.path().as_os_str(),
     ];
     let report = sdk_client(dir, &args).await;
