@@ -323,6 +323,12 @@ fn conform(args: ConformArgs) -> Result<ExitCode> {
         outcome
     })?;
     bar.finish_and_clear();
+    if outcome.cases() == 0 && campaign.cases != Some(0) {
+        anyhow::bail!(
+            "no case ran: the SUT `{}` offers none of the requested ops",
+            outcome.sut
+        );
+    }
     let dir = args.report.unwrap_or_else(|| {
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
