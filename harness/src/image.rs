@@ -122,6 +122,7 @@ pub fn validate_image(data: &str, mime_type: &str) -> Result<ValidImage, ImageRe
     let format = imagesize::image_type(&prefix)
         .ok()
         .and_then(ImageFormat::from_sniffed)
+        .filter(|&f| has_signature(f, &prefix))
         .ok_or(ImageReject::NotAnImage)?;
     let size = match imagesize::blob_size(&prefix) {
         Ok(size) => size,
@@ -141,6 +142,29 @@ pub fn validate_image(data: &str, mime_type: &str) -> Result<ValidImage, ImageRe
         width: size.width,
         height: size.height,
     })
+}
+
+/// The structure each format's specification puts before the dimensions. `imagesize` matches
+/// looser prefixes (`\x89PNG` alone), and providers that decode the image refuse such bytes;
+/// found by the `coerce_bytes` fuzz target against the mock providers.
+fn has_signature(format: ImageFormat, b: &[u8]) -> bool {
+    match format {
+        // Signature, then the IHDR chunk's length (13) and type.
+        ImageFormat::Png => b.starts_with(b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR"),
+        ImageFormat::Jpeg => b.starts_with(&[0xFF, 0xD8, 0xFF]),
+        // RIFF container, then a lossy frame (start code 9D 01 2A), a lossless one (signature
+        // byte 2F) or the extended header.
+        ImageFormat::Webp => {
+            b.starts_with(b"RIFF")
+                && b.get(8..12) == Some(b"WEBP")
+                && match b.get(12..16) {
+                    Some(b"VP8 ") => b.get(23..26) == Some(&[0x9D, 0x01, 0x2A]),
+                    Some(b"VP8L") => b.get(20) == Some(&0x2F),
+                    Some(b"VP8X") => true,
+                    _ => false,
+                }
+        }
+    }
 }
 
 fn decode(b64: &str) -> Result<Vec<u8>, ImageReject> {

@@ -646,7 +646,8 @@ fn resolve_retry_images(input: &Value, output: &Value) -> Vec<Violation> {
     let first = attempt == 0 && failure.is_none();
     let strip = !first
         && (failure == Some("format")
-            || primary.is_none_or(|p| !p.eq_ignore_ascii_case(candidate)));
+            // A blank primary id is unknown (R4).
+            || primary.is_none_or(|p| p.trim().is_empty() || !p.eq_ignore_ascii_case(candidate)));
     match given {
         None if !images.is_null() && images.as_array().is_none_or(|a| !a.is_empty()) => {
             vec![gate(

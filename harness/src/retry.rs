@@ -3,8 +3,9 @@
 //! merged upstream, so the seed's PR text is the only source).
 //!
 //! Choices where the sources are silent:
-//! - Provider ids compare after trimming Unicode white space and Unicode lower-casing (R3, P3);
-//!   a blank primary id is unknown (R4).
+//! - Provider ids compare case-insensitively in ASCII only, untrimmed (R3, P3): any other
+//!   difference means another provider, so images are stripped; a blank primary id is
+//!   unknown (R4).
 //! - A `previousFailure` string outside the protocol's list reads as `unknown`.
 //! - R1 wins over R3: the first attempt keeps its images even if the candidate is not the
 //!   primary (S4 speaks of retries only).
@@ -72,10 +73,12 @@ impl RetryImagesInput {
     }
 }
 
-/// Case-insensitive provider identity; a blank id matches nothing (R4).
+/// Provider identity, case-insensitive in ASCII only and without trimming: ids that differ in
+/// any other way are different providers, so images are stripped (fail closed, S4). A blank id
+/// is unknown and matches nothing (R4). Found by the `retry` fuzz target: `" anthropic "` kept images for
+/// `"Anthropic"`.
 pub fn same_provider(a: &str, b: &str) -> bool {
-    let (a, b) = (a.trim(), b.trim());
-    !a.is_empty() && a.to_lowercase() == b.to_lowercase()
+    !a.trim().is_empty() && a.eq_ignore_ascii_case(b)
 }
 
 /// Input of the protocol op `sanitize_tool_names`.

@@ -45,8 +45,11 @@ fn r3_other_provider_strips_case_insensitively() {
         1,
         json!("rate_limit"),
         json!("Anthropic"),
-        " ANTHROPIC "
+        "ANTHROPIC"
     )));
+    // Fail closed: padding or non-ASCII case mappings make another provider id (fuzz finding).
+    assert!(images_after(1, json!("rate_limit"), json!(" anthropic "), "Anthropic").is_null());
+    assert!(images_after(1, json!("rate_limit"), json!("\u{212A}imi"), "kimi").is_null());
 }
 
 #[test]
