@@ -35,6 +35,17 @@ fn server_binary() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_mock-providers"))
 }
 
+/// The client script's arguments for a stdio session with the server serving `file`.
+fn stdio_client_args(file: &tempfile::NamedTempFile) -> [&OsStr; 5] {
+    [
+        OsStr::new("stdio"),
+        server_binary().as_os_str(),
+        OsStr::new("mcp"),
+        OsStr::new("--result"),
+        file.path().as_os_str(),
+    ]
+}
+
 /// Runs `command` to completion, killing it if it takes longer than `limit`.
 async fn finish(
     mut command: tokio::process::Command,
@@ -238,26 +249,14 @@ async fn sdk_client_over_stdio() {
     let Some(dir) = sdk_dir() else { return };
     for (label, result) in CASES {
         let file = result_file(result);
-        let args = [
-            OsStr::new("stdio"),
-            server_binary().as_os_str(),
-            OsStr::new("mcp"),
-            OsStr::new("--result"),
-            file.path().as_os_str(),
-        ];
+        let args = stdio_client_args(&file);
         let report = sdk_client(dir, &args).await;
         assert_sdk_outcome(label, result, &report);
     }
     // A result that is not an object fails the transport's JSON-RPC message schema: the reply is
     // dropped as a transport error and callTool() waits for its timeout (3 s here, 60 s by default).
     let file = result_file(NOT_AN_OBJECT);
-    let args = [
-        OsStr::new("stdio"),
-        server_binary().as_os_str(),
-        OsStr::new("mcp"),
-        OsStr::new("--result"),
-        file.path().as_os_str(),
-    ];
+    let args = stdio_client_args(&file);
     let report = sdk_client(dir, &args).await;
     assert_not_an_object_is_dropped(&report);
     assert_eq!(report["call"]["error"]["code"], -32001, "{report}");
