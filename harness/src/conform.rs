@@ -294,17 +294,9 @@ fn shrink<S: Sut>(
     target: &Violation,
     seed: u64,
 ) -> Result<Finding> {
-    let mut reference = crate::sut::ReferenceSut;
-    let mut check = |input: &Value, sut: &mut S| -> Result<Option<(Violation, Answer, Answer)>> {
-        let answer = sut
-            .call(&[(op, input)])?
-            .pop()
-            .unwrap_or(Answer::Refused("no answer".into()));
-        let expected = reference
-            .call(&[(op, input)])?
-            .pop()
-            .unwrap_or(Answer::Refused("no answer".into()));
-        let hit = judge(op, input, &answer, &expected)
+    let check = |input: &Value, sut: &mut S| -> Result<Option<(Violation, Answer, Answer)>> {
+        let (answer, expected, violations) = replay(sut, op, input)?;
+        let hit = violations
             .into_iter()
             .find(|v| v.rule == target.rule && v.kind == target.kind);
         Ok(hit.map(|v| (v, answer, expected)))

@@ -170,8 +170,9 @@ fn run(command: Command) -> Result<ExitCode> {
         }
         Command::Neutralize { file } => {
             let input = read_input(file.as_ref())?;
-            let lines = normfuzz::neutralize::directive_starts(&input).count();
             let text = normfuzz::neutralize::neutralize(&input);
+            // Each neutralized line gained exactly one marker: one scan, not two.
+            let lines = (text.len() - input.len()) / normfuzz::neutralize::MARKER.len();
             print_json(
                 &mut out,
                 &NeutralizeOutput {
