@@ -1,0 +1,134 @@
+//! `cargo xtask ci`: the regression gate README gives as the test command.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use crate::{build_normfuzz, cargo, step};
+
+pub fn ci(root: &Path) -> Result<()> {
+    step(
+        "cargo fmt --check",
+        cargo(root, &["fmt", "--all", "--check"]),
+    )?;
+    step(
+        "cargo clippy",
+        cargo(
+            root,
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--release",
+                "--",
+                "-D",
+                "warnings",
+            ],
+        ),
+    )?;
+    let (mut passed, mut failed) = run_tests(root)?;
+    // The product's own gate, as a user runs it: the reference over the subprocess path must be
+    // clean, and the pass-through example SUT must be caught.
+    let normfuzz = build_normfuzz(root)?;
+    let reports = root.join("target/ci-reports");
+    let campaigns = [
+        (
+            "conform: serve-reference is clean",
+            format!("{} serve-reference", normfuzz.display()),
+            "20000",
+            0,
+            "reference",
+        ),
+        (
+            "conform: sut-echo is caught",
+            "python3 examples/sut-echo/echo.py".to_string(),
+            "2000",
+            1,
+            "echo",
+        ),
+    ];
+    for (name, sut, cases, want_exit, folder) in campaigns {
+        eprintln!("==> {name}");
+        let report = reports.join(folder);
+        let status = Command::new(&normfuzz)
+            .current_dir(root)
+            .args([
+                "conform", "--sut", &sut, "--cases", cases, "--seed", "1", "--report",
+            ])
+            .arg(&report)
+            .status()
+            .with_context(|| format!("cannot run {name}"))?;
+        if status.code() == Some(want_exit) {
+            passed += 1;
+        } else {
+            eprintln!(
+                "xtask: {name}: exit {status}, expected {want_exit}; report in {}",
+                report.display()
+            );
+            failed += 1;
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        bail!("{failed} checks failed");
+    }
+    Ok(())
+}
+
+/// Runs `cargo test` in release mode, echoing its output and summing its `test result:` lines.
+fn run_tests(root: &Path) -> Result<(u64, u64)> {
+    eprintln!("==> cargo test --workspace --release");
+    let mut child = cargo(root, &["test", "--workspace", "--release"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("cannot start cargo test")?;
+    let stdout = child.stdout.take().context("cargo test has no stdout")?;
+    let (mut passed, mut failed) = (0, 0);
+    for line in BufReader::new(stdout).lines() {
+        let line = line.context("reading cargo test output")?;
+        println!("{line}");
+        if let Some(rest) = line.strip_prefix("test result: ") {
+            passed += count(rest, " passed");
+            failed += count(rest, " failed");
+        }
+    }
+    let status = child.wait()?;
+    if !status.success() && failed == 0 {
+        bail!("cargo test failed ({status})");
+    }
+    Ok((passed, failed))
+}
+
+/// The number before `label` in a libtest summary such as `ok. 12 passed; 0 failed; ...`.
+fn count(summary: &str, label: &str) -> u64 {
+    summary
+        .split(';')
+        .find_map(|part| {
+            part.trim()
+                .trim_start_matches("ok. ")
+                .trim_start_matches("FAILED. ")
+                .strip_suffix(label.trim())
+        })
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_libtest_summaries() {
+        let ok =
+            "ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s";
+        assert_eq!(
+            (super::count(ok, " passed"), super::count(ok, " failed")),
+            (12, 0)
+        );
+        let bad = "FAILED. 3 passed; 2 failed; 0 ignored";
+        assert_eq!(
+            (super::count(bad, " passed"), super::count(bad, " failed")),
+            (3, 2)
+        );
+    }
+}
