@@ -68,6 +68,10 @@ pub fn is_ignorable(c: char) -> bool {
 /// ECMAScript `\s` apart from U+FEFF, which is ignorable), Python's extra `isspace` controls
 /// U+001C..U+001F, and ignorables. Terminators are blank too but end the line first.
 pub fn is_blank(c: char) -> bool {
+    // Planted bug (test-only feature): U+1680 OGHAM SPACE MARK stops counting as blank. It exists
+    // to prove the fuzzer finds bugs (`cargo xtask planted-bug`).
+    #[cfg(feature = "planted-bug")]
+    let c = if c == '\u{1680}' { '!' } else { c };
     c.is_whitespace() || ('\u{1C}'..='\u{1F}').contains(&c) || is_ignorable(c)
 }
 
