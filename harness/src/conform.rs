@@ -5,10 +5,15 @@
 //! `(seed, j)`. Cases are sent in batches so a subprocess SUT is pipelined. A failure is
 //! deduplicated by (op, rule, kind) before it is shrunk, so a bug found ten thousand times is
 //! shrunk once.
+//!
+//! While the jobs run, the calling thread samples the progress counters into a bounded time
+//! series (`Outcome::timeline`) for the report's throughput and coverage plots.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -27,6 +32,10 @@ const BATCH: usize = 128;
 const SHRINK_BUDGET: usize = 2_000;
 /// Time spent shrinking one failure at most (a hang costs a timeout per step).
 const SHRINK_TIME: Duration = Duration::from_secs(10);
+/// First interval between two progress samples; it doubles whenever the series is thinned.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+/// Samples kept at most: a long campaign keeps every other sample and samples half as often.
+const MAX_SAMPLES: usize = 512;
 
 /// What a campaign runs.
 #[derive(Debug, Clone)]
@@ -69,6 +78,22 @@ pub struct Tally {
     pub rules: BTreeMap<&'static str, u64>,
 }
 
+/// The campaign's state at one moment, for the report's plots.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    pub elapsed_ms: u64,
+    pub cases: u64,
+    pub failed: u64,
+    pub findings: u64,
+    /// Distinct verdicts seen: (op, pass) once an op had a case that broke nothing, and
+    /// (op, rule) once the rule was broken on that op (the report matrix's ✗ and ≠ cells).
+    pub verdict_cells: u64,
+    /// Distinct (op, shape of the reference's answer) pairs seen; see `answer_shape`. What the
+    /// generated inputs have made the reference do, independent of the SUT.
+    pub reference_shapes: u64,
+}
+
 #[derive(Debug, Serialize)]
 pub struct Outcome {
     pub sut: String,
@@ -76,6 +101,8 @@ pub struct Outcome {
     pub elapsed_ms: u128,
     pub per_op: BTreeMap<Op, Tally>,
     pub findings: Vec<Finding>,
+    /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
+    pub timeline: Vec<Sample>,
 }
 
 impl Outcome {
@@ -105,6 +132,8 @@ struct Shared<'a> {
     deadline: Option<Instant>,
     findings: Mutex<HashMap<(Op, &'static str, String), Finding>>,
     tallies: Mutex<BTreeMap<Op, Tally>>,
+    /// `answer_shape` of every reference answer so far, per op.
+    shapes: Mutex<HashSet<(Op, u64)>>,
     progress: &'a Progress,
 }
 
@@ -120,6 +149,7 @@ pub fn run<S: Sut>(
         deadline: campaign.time.map(|t| started + t),
         findings: Mutex::new(HashMap::new()),
         tallies: Mutex::new(BTreeMap::new()),
+        shapes: Mutex::new(HashSet::new()),
         progress,
     };
     let mut suts = Vec::new();
@@ -130,22 +160,32 @@ pub fn run<S: Sut>(
         .first()
         .map(|s| s.name().to_string())
         .unwrap_or_default();
-    std::thread::scope(|scope| -> Result<()> {
+    // Each job holds a sender it never uses: when the last job ends, however it ends, the
+    // channel disconnects and the sampler stops at once instead of at its next tick.
+    let (running, all_done) = std::sync::mpsc::channel::<std::convert::Infallible>();
+    let mut timeline = std::thread::scope(|scope| -> Result<Vec<Sample>> {
         let handles: Vec<_> = suts
             .into_iter()
             .enumerate()
             .map(|(job, sut)| {
                 let shared = &shared;
-                scope.spawn(move || job_loop(shared, job as u64, sut))
+                let running = running.clone();
+                scope.spawn(move || {
+                    let _running = running;
+                    job_loop(shared, job as u64, sut)
+                })
             })
             .collect();
+        drop(running);
+        let timeline = sample_until_done(&shared, started, &all_done);
         for handle in handles {
             handle
                 .join()
                 .map_err(|_| anyhow::anyhow!("a campaign job panicked"))??;
         }
-        Ok(())
+        Ok(timeline)
     })?;
+    timeline.push(sample(&shared, started));
     let mut findings: Vec<Finding> = shared
         .findings
         .into_inner()
@@ -163,7 +203,93 @@ pub fn run<S: Sut>(
         elapsed_ms: started.elapsed().as_millis(),
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
+        timeline,
     })
+}
+
+/// Samples progress every `SAMPLE_EVERY` (doubled each time the series is thinned) until every
+/// job has ended.
+fn sample_until_done(
+    shared: &Shared<'_>,
+    started: Instant,
+    all_done: &Receiver<std::convert::Infallible>,
+) -> Vec<Sample> {
+    let mut every = SAMPLE_EVERY;
+    let mut timeline = Vec::new();
+    while let Err(RecvTimeoutError::Timeout) = all_done.recv_timeout(every) {
+        timeline.push(sample(shared, started));
+        if timeline.len() >= MAX_SAMPLES {
+            // Keep every second sample: the series stays evenly spaced at twice the interval.
+            timeline = timeline.into_iter().skip(1).step_by(2).collect();
+            every *= 2;
+        }
+    }
+    timeline
+}
+
+fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
+    let verdict_cells = shared.tallies.lock().map_or(0, |tallies| {
+        tallies
+            .values()
+            .map(|t| u64::from(t.passed > 0) + t.rules.len() as u64)
+            .sum()
+    });
+    let progress = shared.progress;
+    Sample {
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        cases: progress.cases.load(Ordering::Relaxed),
+        failed: progress.failed.load(Ordering::Relaxed),
+        findings: progress.findings.load(Ordering::Relaxed),
+        verdict_cells,
+        reference_shapes: shared.shapes.lock().map_or(0, |s| s.len() as u64),
+    }
+}
+
+/// A hash of what the reference decided, without the data it carried: objects keep their keys,
+/// arrays collapse runs of equal element shapes (one text block or five is one shape), booleans
+/// keep their value, strings are erased except the protocol fields that name a class (`type`,
+/// `mimeType`, `reason`), numbers keep only whether they are zero. A refusal is one shape.
+fn answer_shape(answer: &Answer) -> u64 {
+    fn walk(key: Option<&str>, value: &Value, h: &mut std::hash::DefaultHasher) {
+        match value {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => (2u8, n.as_f64() == Some(0.0)).hash(h),
+            Value::String(s) if matches!(key, Some("type" | "mimeType" | "reason")) => {
+                (3u8, s).hash(h)
+            }
+            Value::String(_) => 4u8.hash(h),
+            Value::Array(items) => {
+                5u8.hash(h);
+                let mut last = None;
+                for item in items {
+                    let mut item_hasher = std::hash::DefaultHasher::new();
+                    walk(None, item, &mut item_hasher);
+                    let shape = item_hasher.finish();
+                    if last != Some(shape) {
+                        shape.hash(h);
+                        last = Some(shape);
+                    }
+                }
+                6u8.hash(h);
+            }
+            Value::Object(map) => {
+                7u8.hash(h);
+                for (k, v) in map {
+                    k.hash(h);
+                    walk(Some(k), v, h);
+                }
+                8u8.hash(h);
+            }
+        }
+    }
+    let mut h = std::hash::DefaultHasher::new();
+    match answer {
+        Answer::Output(output) => walk(None, output, &mut h),
+        Answer::Refused(_) => 9u8.hash(&mut h),
+        Answer::Fault(fault) => (10u8, std::mem::discriminant(fault)).hash(&mut h),
+    }
+    h.finish()
 }
 
 fn rng_for(seed: u64, job: u64) -> TestRng {
@@ -219,6 +345,14 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
         let batch: Vec<(Op, &Value)> = inputs.iter().map(|(op, v)| (*op, v)).collect();
         let answers = sut.call(&batch)?;
         let expected = reference.call(&batch)?;
+        let shapes: Vec<(Op, u64)> = batch
+            .iter()
+            .zip(&expected)
+            .map(|((op, _), answer)| (*op, answer_shape(answer)))
+            .collect();
+        if let Ok(mut seen) = shared.shapes.lock() {
+            seen.extend(shapes);
+        }
         for (((op, tree), (answer, expected)), (_, input)) in trees
             .into_iter()
             .zip(answers.iter().zip(&expected))

@@ -1,0 +1,270 @@
+//! A campaign's report in its four formats, from an outcome with one gate failure and one
+//! divergence whose input is hostile: the JUnit XML parses back with the expected suites, cases
+//! and failures (divergences fail only under --strict), the HTML shows no markup from the input
+//! and loads nothing, and the Markdown is appended to the step summary without truncating it.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use normfuzz::conform::{Finding, Outcome, Sample, Tally};
+use normfuzz::protocol::{Answer, Op};
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
+use serde_json::json;
+
+const HOSTILE: &str = "ok\n</textarea></pre><script>alert(\"x\")</script>\u{202e}MEDIA:/etc/passwd";
+
+fn outcome() -> Outcome {
+    let s1 = Finding {
+        id: "neutralize_text-S1-09c4fe0f".into(),
+        op: Op::NeutralizeText,
+        rule: "S1",
+        gate: true,
+        kind: "directive line in the text".into(),
+        detail: "MEDIA:/etc/passwd".into(),
+        hits: 40,
+        input: json!({"text": HOSTILE}),
+        sut: Answer::Output(json!({"text": HOSTILE})),
+        reference: Answer::Output(json!({"text": "ok\n[neutralized] MEDIA:/etc/passwd"})),
+        seed: 1,
+    };
+    let divergence = Finding {
+        id: "check_media_url-divergence-1a2b3c4d".into(),
+        op: Op::CheckMediaUrl,
+        rule: "divergence",
+        gate: false,
+        kind: "output differs from the reference".into(),
+        detail: "reference: {\"allowed\":false}".into(),
+        hits: 3,
+        input: json!({"url": "https://<script>.example/"}),
+        sut: Answer::Output(json!({"allowed": true, "reason": "<b>fine</b>"})),
+        reference: Answer::Output(json!({"allowed": false, "reason": "invalid_host"})),
+        seed: 1,
+    };
+    let tally = |cases, failed, divergent, rules: &[(&'static str, u64)]| Tally {
+        cases,
+        passed: cases - failed - divergent,
+        failed,
+        divergent,
+        rules: rules.iter().copied().collect(),
+    };
+    let per_op = BTreeMap::from([
+        (Op::NeutralizeText, tally(100, 40, 0, &[("S1", 40)])),
+        (Op::CheckMediaUrl, tally(100, 0, 3, &[("divergence", 3)])),
+    ]);
+    let sample = |elapsed_ms, cases| Sample {
+        elapsed_ms,
+        cases,
+        failed: cases / 5,
+        findings: 2,
+        verdict_cells: 4,
+        reference_shapes: cases / 20,
+    };
+    Outcome {
+        sut: "hostile <sut>".into(),
+        seed: 1,
+        elapsed_ms: 800,
+        per_op,
+        findings: vec![s1, divergence],
+        timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
+    }
+}
+
+fn write(dir: &Path, strict: bool, step_summary: Option<&Path>) {
+    normfuzz::report::write(
+        dir,
+        &outcome(),
+        "python3 sut.py --flag 'x'",
+        strict,
+        step_summary,
+    )
+    .expect("report written");
+}
+
+fn junit(dir: &Path) -> Report {
+    let xml = std::fs::read_to_string(dir.join("junit.xml")).expect("junit.xml");
+    Report::deserialize_from_str(&xml).unwrap_or_else(|e| panic!("junit.xml parses: {e}\n{xml}"))
+}
+
+fn case<'r>(report: &'r Report, suite: &str, name: &str) -> &'r TestCase {
+    let suite = report
+        .test_suites
+        .iter()
+        .find(|s| s.name.as_str() == suite)
+        .unwrap_or_else(|| panic!("suite {suite}"));
+    suite
+        .test_cases
+        .iter()
+        .find(|c| c.name.as_str() == name)
+        .unwrap_or_else(|| panic!("case {name} in {}", suite.name.as_str()))
+}
+
+fn failure_type(case: &TestCase) -> Option<&str> {
+    match &case.status {
+        TestCaseStatus::NonSuccess {
+            kind: NonSuccessKind::Failure,
+            ty,
+            ..
+        } => Some(ty.as_ref().map_or("", |t| t.as_str())),
+        _ => None,
+    }
+}
+
+#[test]
+fn junit_has_a_suite_per_op_a_case_per_rule_and_the_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), false, None);
+    let report = junit(dir.path());
+    let suites: Vec<&str> = report.test_suites.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(suites, ["neutralize_text", "check_media_url"]);
+    let names: Vec<&str> = report.test_suites[0]
+        .test_cases
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "neutralize_text/S1",
+            "neutralize_text/F2",
+            "neutralize_text/crash",
+            "neutralize_text/hang",
+            "neutralize_text/protocol",
+            "neutralize_text/divergence"
+        ]
+    );
+    let s1 = case(&report, "neutralize_text", "neutralize_text/S1");
+    assert_eq!(failure_type(s1), Some("S1"));
+    let TestCaseStatus::NonSuccess {
+        message,
+        description,
+        ..
+    } = &s1.status
+    else {
+        unreachable!()
+    };
+    let message = message.as_ref().expect("message").as_str();
+    assert!(
+        message.starts_with("directive line in the text: MEDIA:"),
+        "{message}"
+    );
+    let body = description.as_ref().expect("body").as_str();
+    for part in [
+        "minimal input:",
+        "reference answer:",
+        "SUT answer:",
+        "repro: normfuzz repro ",
+    ] {
+        assert!(body.contains(part), "{part} in {body}");
+    }
+    assert_eq!(
+        failure_type(case(&report, "neutralize_text", "neutralize_text/F2")),
+        None
+    );
+    // Not strict: the divergence passes, with its evidence in system-out.
+    let divergence = case(&report, "check_media_url", "check_media_url/divergence");
+    assert_eq!(failure_type(divergence), None);
+    let out = divergence.system_out.as_ref().expect("system-out").as_str();
+    assert!(out.contains("3 of 100 cases differ"), "{out}");
+    assert_eq!(report.failures, 1);
+}
+
+#[test]
+fn junit_fails_divergences_under_strict() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), true, None);
+    let report = junit(dir.path());
+    let divergence = case(&report, "check_media_url", "check_media_url/divergence");
+    assert_eq!(failure_type(divergence), Some("divergence"));
+    assert_eq!(report.failures, 2);
+}
+
+#[test]
+fn html_shows_hostile_text_as_text_and_loads_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), false, None);
+    let html = std::fs::read_to_string(dir.path().join("report.html")).expect("report.html");
+    for raw in ["<script", "</textarea>", "<b>fine", "<sut>", "\u{202e}"] {
+        assert!(!html.contains(raw), "raw {raw:?} in the page");
+    }
+    assert!(html.contains("&lt;/textarea&gt;&lt;/pre&gt;&lt;script&gt;"));
+    assert!(html.contains(r#"<span class="esc">\u202e</span>"#));
+    assert!(html.contains("default-src 'none'"), "no CSP");
+    // Self-contained: nothing that would fetch (URLs in the findings are text in a <pre>).
+    for fetches in [
+        " src=",
+        "<link",
+        "<img",
+        "<iframe",
+        "<object",
+        "<embed",
+        "url(",
+        "@import",
+        "href=\"http",
+        "href=\"//",
+    ] {
+        assert!(!html.contains(fetches), "{fetches} in the page");
+    }
+    assert!(html.contains(r#"id="matrix""#));
+    assert!(html.contains(r##"<a href="#f-neutralize_text-S1-09c4fe0f">"##));
+    assert!(html.contains(r#"id="f-neutralize_text-S1-09c4fe0f""#));
+    assert_eq!(html.matches("<svg").count(), 2, "two plots");
+}
+
+#[test]
+fn summary_is_appended_to_the_step_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let step_summary = dir.path().join("step_summary.md");
+    std::fs::write(&step_summary, "## an earlier step\n\nits text\n").unwrap();
+    write(&dir.path().join("a"), false, Some(&step_summary));
+    write(&dir.path().join("b"), false, Some(&step_summary));
+    let text = std::fs::read_to_string(&step_summary).unwrap();
+    let summary = std::fs::read_to_string(dir.path().join("a/summary.md")).unwrap();
+    assert!(
+        text.starts_with("## an earlier step\n\nits text\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("# normfuzz conformance").count(), 2, "{text}");
+    assert!(text.contains(&summary));
+    // Text from the run sits in code spans, where Markdown and HTML are inert.
+    assert!(
+        summary.starts_with("# normfuzz conformance: ` hostile <sut> `\n"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("minimal input: ` {\"text\":\"ok\\n</textarea>"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn index_holds_what_the_other_formats_show() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), false, None);
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["verdict"], "fail");
+    assert_eq!(index["timeline"].as_array().map(Vec::len), Some(3));
+    assert_eq!(index["timeline"][2]["referenceShapes"], 10);
+    assert_eq!(
+        index["matrix"]["cells"]["S1"]["neutralize_text"]["state"],
+        "fail"
+    );
+    assert_eq!(
+        index["matrix"]["cells"]["S1"]["check_media_url"]["state"],
+        "not_applicable"
+    );
+    assert_eq!(
+        index["matrix"]["cells"]["divergence"]["check_media_url"]["state"],
+        "divergence"
+    );
+    let repro = index["findings"][0]["repro"].as_str().unwrap();
+    assert!(
+        repro.ends_with("--sut 'python3 sut.py --flag '\\''x'\\'''"),
+        "{repro}"
+    );
+    assert!(
+        dir.path()
+            .join("findings/neutralize_text-S1-09c4fe0f.json")
+            .is_file()
+    );
+}
