@@ -294,7 +294,7 @@ fn text_survives(input: &str, output: &str) -> bool {
 }
 
 /// Whether `o` is `i` with one run of text inserted somewhere.
-fn is_insertion(i: &str, o: &str) -> bool {
+pub(crate) fn is_insertion(i: &str, o: &str) -> bool {
     let prefix = i.bytes().zip(o.bytes()).take_while(|(a, b)| a == b).count();
     let suffix = i
         .bytes()
@@ -573,7 +573,7 @@ fn media_problems(input: &Value, media: &[Value], out: &mut Vec<Violation>) {
     }
 }
 
-fn has_scheme(target: &str) -> bool {
+pub(crate) fn has_scheme(target: &str) -> bool {
     target.split_once(':').is_some_and(|(scheme, _)| {
         scheme.len() > 1
             && scheme
@@ -583,7 +583,7 @@ fn has_scheme(target: &str) -> bool {
 }
 
 /// A local path is accepted only inside a root, after lexical normalization.
-fn local_problem(target: &str, roots: &[&str]) -> Option<&'static str> {
+pub(crate) fn local_problem(target: &str, roots: &[&str]) -> Option<&'static str> {
     if target.contains('\0') {
         return Some("accepted a path with NUL");
     }
@@ -618,7 +618,7 @@ fn lexical(path: &str) -> Option<String> {
     Some(format!("/{}", parts.join("/")))
 }
 
-fn canonical_media(target: &str) -> String {
+pub(crate) fn canonical_media(target: &str) -> String {
     if has_scheme(target) {
         url::Url::parse(target)
             .map(|u| u.to_string())

@@ -6,6 +6,7 @@ pub mod cases;
 pub mod coerce;
 pub mod conform;
 pub mod directive_check;
+pub mod e2e;
 pub mod embed;
 pub mod generate;
 pub mod image;

@@ -109,6 +109,33 @@ enum Command {
     },
     /// Speak the SUT protocol on stdin/stdout with the reference normalizer behind it.
     ServeReference,
+    /// Write the report of a libFuzzer run from its stderr logs, one per target.
+    ///
+    /// Writes junit.xml, index.json, summary.md (also appended to $GITHUB_STEP_SUMMARY when set)
+    /// and report.html into --out. Exits 0 when every target ran to its end without a crash,
+    /// 1 when any crashed or its log ends early, 2 on unreadable or unrecognized input.
+    FuzzReport {
+        /// Report folder.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// libFuzzer stderr logs; the target is the file name without extension
+        /// (target/fuzz/logs/neutralize.log → neutralize).
+        #[arg(required = true, value_name = "LOG")]
+        logs: Vec<PathBuf>,
+    },
+    /// Run a real agent runtime (installed on first use) against the mock providers and the mock
+    /// MCP server, one sandboxed turn per case, judged by rule id against its baseline.
+    ///
+    /// Ends with `N passed, N failed`; exits 0 when every finding is in the baseline and no
+    /// baseline entry is stale, 1 otherwise, 2 on a setup error.
+    E2e(normfuzz::e2e::driver::E2eArgs),
+    /// One sandboxed e2e turn (run by `e2e` inside its namespaces; not for direct use).
+    #[command(hide = true)]
+    E2eTurn {
+        /// The case folder holding `spec.json`.
+        #[arg(long)]
+        dir: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -248,6 +275,35 @@ fn run(command: Command) -> Result<ExitCode> {
             )?;
             return Ok(ExitCode::from(u8::from(fails)));
         }
+        Command::E2e(args) => {
+            drop(out);
+            return normfuzz::e2e::driver::run(args);
+        }
+        Command::E2eTurn { dir } => normfuzz::e2e::one_turn::run(&dir)?,
+        Command::FuzzReport { out: dir, logs } => {
+            let runs = normfuzz::report::fuzz::read_logs(&logs)?;
+            normfuzz::report::fuzz::write(
+                &dir,
+                &runs,
+                normfuzz::report::step_summary_path().as_deref(),
+            )?;
+            let dirty: Vec<String> = runs
+                .iter()
+                .filter(|r| r.status != normfuzz::report::fuzz::Status::Clean)
+                .map(|r| format!("{} {}", r.target, r.status.as_str()))
+                .collect();
+            eprintln!(
+                "{}: {} targets; report in {}",
+                if dirty.is_empty() {
+                    "clean".to_string()
+                } else {
+                    format!("FAIL ({})", dirty.join(", "))
+                },
+                runs.len(),
+                dir.display()
+            );
+            return Ok(ExitCode::from(u8::from(!dirty.is_empty())));
+        }
         Command::ServeReference => {
             drop(out);
             normfuzz::reference::serve(
@@ -337,7 +393,13 @@ fn conform(args: ConformArgs) -> Result<ExitCode> {
             .unwrap_or(0);
         PathBuf::from(format!("reports/{stamp}-seed{}", campaign.seed))
     });
-    normfuzz::report::write(&dir, &outcome, &args.sut, campaign.strict)?;
+    normfuzz::report::write(
+        &dir,
+        &outcome,
+        &args.sut,
+        campaign.strict,
+        normfuzz::report::step_summary_path().as_deref(),
+    )?;
     if args.save_regressions {
         for finding in &outcome.findings {
             let path = PathBuf::from(format!(

@@ -41,6 +41,9 @@ enum Command {
         /// JSON file holding the `CallToolResult` (any JSON value) to serve verbatim.
         #[arg(long)]
         result: PathBuf,
+        /// Name of the one advertised tool.
+        #[arg(long, default_value = mock_providers::mcp_server::DEFAULT_TOOL_NAME)]
+        tool: String,
     },
 }
 
@@ -52,12 +55,14 @@ async fn main() -> anyhow::Result<()> {
             script,
             capture,
         } => serve(addr, script, capture).await,
-        Command::Mcp { result } => {
+        Command::Mcp { result, tool } => {
             let text =
                 std::fs::read(&result).with_context(|| format!("reading {}", result.display()))?;
             let value = serde_json::from_slice(&text)
                 .with_context(|| format!("parsing {}", result.display()))?;
-            mock_providers::mcp_server::run_stdio(value).await
+            let server = mock_providers::mcp_server::McpServer::new(value)
+                .with_tool(tool, mock_providers::mcp_server::DEFAULT_TOOL_DESCRIPTION);
+            mock_providers::mcp_server::run_stdio_with(server).await
         }
     }
 }
@@ -79,20 +84,17 @@ async fn serve(
     })
     .await
     .with_context(|| format!("binding {addr}"))?;
+    // Listen for SIGTERM before announcing the address: a client that reads the banner and
+    // stops us at once must not meet the default action (death by signal, a failed exit).
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{}", server.banner())?;
     stdout.flush()?;
     drop(stdout);
-    shutdown_signal().await?;
-    drop(server);
-    Ok(())
-}
-
-async fn shutdown_signal() -> anyhow::Result<()> {
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     tokio::select! {
         r = tokio::signal::ctrl_c() => r?,
         _ = term.recv() => {}
     }
+    drop(server);
     Ok(())
 }

@@ -70,6 +70,23 @@ pub fn ci(root: &Path) -> Result<()> {
             failed += 1;
         }
     }
+    // The ClusterFuzzLite build script on stable, and each fuzz target briefly on its seeds.
+    let (fuzz_passed, fuzz_failed) = crate::fuzz::smoke(root)?;
+    passed += fuzz_passed;
+    failed += fuzz_failed;
+    // A real runtime against the mock endpoints, judged against its baseline of known findings:
+    // a change in openclaw's behaviour or in ours fails here. The first seed scenarios cover the
+    // known F5 (image without data) and S3 (MEDIA:/etc/passwd split across stream events).
+    eprintln!("==> e2e: openclaw against its baseline");
+    let e2e_args = ["--cases", "4", "--jobs", "2", "--report"].map(String::from);
+    let report = reports.join("e2e").display().to_string();
+    match crate::e2e::e2e(root, "openclaw", &[&e2e_args[..], &[report]].concat())? {
+        0 => passed += 1,
+        code => {
+            eprintln!("xtask: e2e smoke: exit {code}; report in target/ci-reports/e2e");
+            failed += 1;
+        }
+    }
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         bail!("{failed} checks failed");

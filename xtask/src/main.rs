@@ -1,4 +1,4 @@
-//! `cargo xtask`: the project's entry points (CI gate, benchmarks).
+//! `cargo xtask`: the project's entry points (CI gate, benchmarks, fuzzing).
 //!
 //! Each task is a sequence of cargo invocations run from the workspace root; failures stop the
 //! task with a non-zero exit.
@@ -8,6 +8,7 @@ use std::process::{Command, ExitCode};
 
 mod bench;
 mod ci;
+mod e2e;
 mod fuzz;
 
 use anyhow::{Context, Result, bail};
@@ -37,7 +38,20 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Build the libFuzzer targets (`fuzz/`) on stable with sanitizer coverage and run them.
+    /// Run a real agent runtime against the mock endpoints (`normfuzz e2e`), installing it on
+    /// first use.
+    ///
+    /// The runtime's adapter is `harness/runtimes/<RUNTIME>.toml`; its baseline of known findings
+    /// keeps the run green on them and fails it on a new or stale one.
+    E2e {
+        /// Runtime name (an adapter file under harness/runtimes/).
+        #[arg(long)]
+        runtime: String,
+        /// Further `normfuzz e2e` arguments: --cases N, --jobs N, --report DIR, --case ID, --seed S.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Build the libFuzzer targets (`fuzz/`) with `.clusterfuzzlite/build.sh` and run them.
     ///
     /// Each target runs for `--time` seconds on a scratch corpus (`target/fuzz/corpus/<target>`,
     /// seeded from `corpus/fuzz/<target>/`) with its dictionary. A crash is minimized, stored under
@@ -57,7 +71,19 @@ enum Task {
         /// Run the target once on this file (a stored crash) instead of fuzzing.
         #[arg(long)]
         repro: Option<PathBuf>,
+        /// Build with the neutralizer's planted bug (feature `planted-bug`, in
+        /// `target/fuzz-planted` so the normal build stays warm).
+        #[arg(long)]
+        planted_bug: bool,
+        /// Run the fuzz smoke of `cargo xtask ci` instead: build.sh's outputs checked, then every
+        /// target a few seconds on its seed corpus.
+        #[arg(long, conflicts_with_all = ["target", "time", "jobs", "repro", "planted_bug"])]
+        smoke: bool,
     },
+    /// Prove that the fuzzer finds bugs: fuzz `neutralize` built with a planted bug until it
+    /// crashes (at most 300 s), require the minimized crash to be stored as a regression, to fail
+    /// the replay test with the bug and to pass it without; then remove it and print timings.
+    PlantedBug,
 }
 
 fn main() -> ExitCode {
@@ -84,12 +110,31 @@ impl Task {
                     .status()?;
                 std::process::exit(status.code().unwrap_or(2));
             }
+            Task::E2e { runtime, args } => std::process::exit(e2e::e2e(&root, &runtime, &args)?),
+            Task::Fuzz { smoke: true, .. } => {
+                let (passed, failed) = fuzz::smoke(&root)?;
+                println!("{passed} passed, {failed} failed");
+                if failed > 0 {
+                    bail!("{failed} fuzz targets failed the smoke");
+                }
+                Ok(())
+            }
             Task::Fuzz {
                 target,
                 time,
                 jobs,
                 repro,
-            } => fuzz::fuzz(&root, &target, time, jobs, repro.as_deref()),
+                planted_bug,
+                smoke: false,
+            } => {
+                let flavor = if planted_bug {
+                    fuzz::Flavor::PlantedBug
+                } else {
+                    fuzz::Flavor::Real
+                };
+                fuzz::fuzz(&root, &target, time, jobs, repro.as_deref(), flavor)
+            }
+            Task::PlantedBug => fuzz::planted_bug(&root),
         }
     }
 }

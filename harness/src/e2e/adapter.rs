@@ -1,0 +1,217 @@
+//! Runtime adapter files (`harness/runtimes/<name>.toml`): install steps, the config template,
+//! the one-turn command and where its output keeps the delivered reply.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Adapter {
+    pub name: String,
+    pub version: String,
+    /// Baseline file, relative to the adapter file.
+    pub baseline: Option<String>,
+    pub mcp_tool: String,
+    pub model_tool: String,
+    pub prompt: String,
+    pub turn_timeout: u64,
+    /// npm packages, one prefix each; none for a runtime already on the machine.
+    #[serde(default)]
+    pub install: Vec<InstallStep>,
+    pub run: Run,
+    pub flavour: Vec<Flavour>,
+    pub config: ConfigTemplate,
+    pub output: Output,
+    /// The adapter file's folder (set on load).
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstallStep {
+    pub dir: String,
+    pub package: String,
+    #[serde(default)]
+    pub npm_args: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Run {
+    #[serde(default)]
+    pub path: Vec<String>,
+    pub version_command: Vec<String>,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub media_roots: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Flavour {
+    /// The runtime's own name for the API.
+    pub api: String,
+    /// The mock-providers API (`anthropic`, `openai-chat`, ...) judging the requests.
+    pub mock: String,
+    pub base_url: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigTemplate {
+    pub file: String,
+    pub template: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Output {
+    pub items: String,
+    pub text: String,
+    pub media: Vec<String>,
+}
+
+impl Adapter {
+    pub fn load(path: &Path) -> Result<Adapter> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read adapter {}", path.display()))?;
+        let mut adapter: Adapter =
+            toml::from_str(&text).with_context(|| format!("invalid adapter {}", path.display()))?;
+        adapter.dir = path
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        if adapter.run.command.is_empty() || adapter.run.version_command.is_empty() {
+            bail!(
+                "adapter {}: `run.command` and `run.version_command` must not be empty",
+                path.display()
+            );
+        }
+        if adapter.flavour.is_empty() {
+            bail!(
+                "adapter {}: at least one [[flavour]] is needed",
+                path.display()
+            );
+        }
+        for flavour in &adapter.flavour {
+            if !mock_providers::Provider::ALL
+                .iter()
+                .any(|p| p.name() == flavour.mock)
+            {
+                bail!(
+                    "adapter {}: flavour {:?} names unknown mock API {:?}",
+                    path.display(),
+                    flavour.api,
+                    flavour.mock
+                );
+            }
+        }
+        Ok(adapter)
+    }
+
+    pub fn baseline_path(&self) -> Option<PathBuf> {
+        self.baseline.as_ref().map(|b| self.dir.join(b))
+    }
+
+    /// `name@version`, the cache folder's and the report's label.
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+}
+
+/// Replaces every `${name}` in `template` with `vars[name]` (raw); unknown names are an error so
+/// a typo in an adapter fails loudly instead of reaching the runtime.
+pub fn expand(template: &str, vars: &BTreeMap<&str, String>) -> Result<String> {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let end = after
+            .find('}')
+            .with_context(|| format!("unclosed `${{` in {template:?}"))?;
+        let name = &after[..end];
+        let value = vars
+            .get(name)
+            .with_context(|| format!("unknown placeholder `${{{name}}}`"))?;
+        out.push_str(value);
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Values reached by a JSON pointer whose `*` segments walk every element of an array.
+pub fn select<'v>(value: &'v Value, pointer: &str) -> Vec<&'v Value> {
+    let mut current = vec![value];
+    for segment in pointer.split('/').skip(1) {
+        let segment = segment.replace("~1", "/").replace("~0", "~");
+        current = current
+            .into_iter()
+            .flat_map(|v| -> Vec<&Value> {
+                match (v, segment.as_str()) {
+                    (Value::Array(items), "*") => items.iter().collect(),
+                    (Value::Array(items), index) => index
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| items.get(i))
+                        .into_iter()
+                        .collect(),
+                    (Value::Object(map), key) => map.get(key).into_iter().collect(),
+                    _ => Vec::new(),
+                }
+            })
+            .collect();
+    }
+    current.retain(|v| !v.is_null());
+    current
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn expands_known_placeholders_and_refuses_unknown_ones() {
+        let vars = BTreeMap::from([("case", "/w/c1".to_string())]);
+        assert_eq!(expand("${case}/home", &vars).unwrap(), "/w/c1/home");
+        assert!(expand("${cas}/home", &vars).is_err());
+        assert!(expand("${case", &vars).is_err());
+    }
+
+    #[test]
+    fn pointers_walk_arrays() {
+        let v = json!({"payloads": [{"mediaUrls": ["a", "b"]}, {"mediaUrl": "c"}, {"text": null}]});
+        let items = select(&v, "/payloads/*");
+        assert_eq!(items.len(), 3);
+        assert_eq!(select(items[0], "/mediaUrls/*"), [&json!("a"), &json!("b")]);
+        assert_eq!(select(items[1], "/mediaUrl"), [&json!("c")]);
+        assert!(select(items[2], "/text").is_empty());
+    }
+
+    #[test]
+    fn the_checked_in_adapters_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtimes");
+        let mut seen = 0;
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".toml") && !name.ends_with(".baseline.toml") {
+                let adapter = Adapter::load(&path).unwrap();
+                assert!(
+                    adapter.baseline_path().is_none_or(|b| b.is_file()),
+                    "{name}"
+                );
+                seen += 1;
+            }
+        }
+        assert!(seen >= 1);
+    }
+}

@@ -1,0 +1,12 @@
+//! End-to-end mode: a real agent runtime, installed from its registry and described by an
+//! adapter file, run one turn per case against the mock providers and the mock MCP server, in a
+//! loopback-only sandbox; what reached the model and what the runtime delivered are judged by
+//! rule id and compared with the runtime version's baseline of known findings.
+
+pub mod adapter;
+pub mod baseline;
+pub mod cases;
+pub mod checks;
+pub mod driver;
+pub mod install;
+pub mod one_turn;

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""A stand-in agent runtime for testing `normfuzz e2e` itself (stdlib only).
+
+It does what a runtime does in one turn: reads its config, starts the configured stdio MCP
+server, asks the model (OpenAI Chat Completions, not streamed), runs the tool call, sends the
+tool result back and prints the delivered reply as JSON. FAKE_MODE=good follows the rules;
+FAKE_MODE=bad has the bugs the e2e judge must find: one malformed block fails the whole tool
+result (F5), tool text is forwarded raw (S1) and every MEDIA: line of the reply is delivered as
+media whatever its target (S3).
+"""
+import base64, json, os, re, subprocess, sys, urllib.request
+
+MODE = os.environ.get("FAKE_MODE", "good")
+DIRECTIVE = re.compile(r"^(\s*)(MEDIA:)", re.IGNORECASE | re.MULTILINE)
+
+
+def post(url, body):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)
+
+
+def call_tool(server, name):
+    proc = subprocess.Popen([server["command"], *server["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def rpc(i, method, params):
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
+        proc.stdin.flush()
+        return json.loads(proc.stdout.readline())
+    rpc(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fake", "version": "0"}})
+    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
+    result = rpc(2, "tools/call", {"name": name, "arguments": {}}).get("result")
+    proc.stdin.close()
+    proc.wait(timeout=10)
+    return result
+
+
+def valid_png(block):
+    try:
+        return block.get("mimeType") == "image/png" and base64.b64decode(block["data"], validate=True).startswith(b"\x89PNG\r\n\x1a\n")
+    except Exception:
+        return False
+
+
+def project(result):
+    """(texts, images) the model gets for the tool result."""
+    blocks = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(blocks, list):
+        return [json.dumps(result)], []
+    if MODE == "bad" and any(b.get("type") == "image" and "data" not in b for b in blocks if isinstance(b, dict)):
+        return ["tool failed: invalid result"], []
+    texts, images = [], []
+    for b in blocks:
+        t = b.get("type") if isinstance(b, dict) else None
+        if t == "text" and isinstance(b.get("text"), str):
+            texts.append(b["text"] if MODE == "bad" else DIRECTIVE.sub(r"\1[neutralized] \2", b["text"]))
+        elif t == "image" and valid_png(b):
+            images.append(b["data"])
+        elif t == "resource_link":
+            texts.append(f"[{b.get('title') or b.get('name')}] {b.get('uri')}")
+        elif t == "resource":
+            r = b.get("resource") or {}
+            texts.append(r["text"] if isinstance(r.get("text"), str) else f"[resource {r.get('mimeType')}] {r.get('uri')}")
+        elif t == "audio":
+            texts.append(f"[audio {b.get('mimeType')}]")
+        else:
+            texts.append(json.dumps(b)[:8192])
+    if MODE == "good":
+        texts = [DIRECTIVE.sub(r"\1[neutralized] \2", t) for t in texts]
+    return texts, images
+
+
+def main():
+    config = json.load(open(sys.argv[1]))
+    provider = config["provider"]
+    url = provider["baseUrl"] + "/chat/completions"
+    messages = [{"role": "user", "content": config["prompt"]}]
+    tools = [{"type": "function", "function": {"name": config["tool"], "parameters": {"type": "object"}}}]
+    first = post(url, {"model": "m", "messages": messages, "tools": tools})
+    call = first["choices"][0]["message"]["tool_calls"][0]
+    texts, images = project(call_tool(config["mcp"], config["mcpTool"]))
+    messages.append(first["choices"][0]["message"])
+    if images and "image" not in provider["input"]:
+        if MODE == "good":
+            texts.append(f"[{len(images)} image(s) omitted: the model does not support images]")
+        images = []
+    messages.append({"role": "tool", "tool_call_id": call["id"], "content": "\n".join(texts) or "(empty)"})
+    if images:
+        messages.append({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + d}} for d in images]})
+    reply = post(url, {"model": "m", "messages": messages, "tools": tools})["choices"][0]["message"]["content"] or ""
+    media, kept = [], []
+    for line in reply.split("\n"):
+        m = re.match(r"^\s*MEDIA:\s*(.*)$", line, re.IGNORECASE)
+        if m:
+            if MODE == "bad":
+                media.append(m.group(1).strip())
+        else:
+            kept.append(line)
+    print(json.dumps({"payloads": [{"text": "\n".join(kept).strip(), "mediaUrls": media}]}))
+
+
+if __name__ == "__main__":
+    main()
