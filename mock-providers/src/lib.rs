@@ -9,13 +9,22 @@
 //! The validation code is independent of the reference normalizer in `harness` (no shared image, base64
 //! or URL code): two oracles, so that one bug cannot hide in both.
 
+// The HTTP side sits behind the default `server` feature (tokio, wiremock, hyper): `validate` and
+// `tool_result_request` work without it. The scripted-answer half of `providers`, `script` and
+// `ids` (replies, request ids, stream framing) is only called by `server`, hence the allows.
 pub mod b64;
+#[cfg(feature = "server")]
 pub mod capture;
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 mod ids;
 pub mod image;
+#[cfg(feature = "server")]
 pub mod mcp_server;
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 mod providers;
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub mod script;
+#[cfg(feature = "server")]
 pub mod server;
 
 use serde_json::Value;
