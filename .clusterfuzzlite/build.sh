@@ -30,8 +30,9 @@ if [ "${SANITIZER:-}" = coverage ]; then
   profile=dev
   profile_dir=debug
 else
-  profile=release
-  profile_dir=release
+  # NORMFUZZ_FUZZ_PROFILE: the CI smoke builds with the workspace's cheaper `ci` profile.
+  profile=${NORMFUZZ_FUZZ_PROFILE:-release}
+  profile_dir=$profile
   # Keep in step with cargo-fuzz's defaults (sancov level 4 with 8-bit counters, PC table and
   # comparison tracing); assertions and overflow checks on, since a fuzz finding is any panic.
   export RUSTFLAGS="${RUSTFLAGS:-} --cfg fuzzing -Cpasses=sancov-module \

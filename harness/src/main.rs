@@ -115,9 +115,9 @@ enum Command {
     /// and report.html into --out. Exits 0 when every target ran to its end without a crash,
     /// 1 when any crashed or its log ends early, 2 on unreadable or unrecognized input.
     FuzzReport {
-        /// Report folder.
+        /// Report folder [default: reports/fuzz-<unix time>].
         #[arg(long, value_name = "DIR")]
-        out: PathBuf,
+        out: Option<PathBuf>,
         /// libFuzzer stderr logs; the target is the file name without extension
         /// (target/fuzz/logs/neutralize.log → neutralize).
         #[arg(required = true, value_name = "LOG")]
@@ -281,6 +281,7 @@ fn run(command: Command) -> Result<ExitCode> {
         }
         Command::E2eTurn { dir } => normfuzz::e2e::one_turn::run(&dir)?,
         Command::FuzzReport { out: dir, logs } => {
+            let dir = dir.unwrap_or_else(|| normfuzz::report::default_dir("fuzz-{stamp}"));
             let runs = normfuzz::report::fuzz::read_logs(&logs)?;
             normfuzz::report::fuzz::write(
                 &dir,
@@ -387,11 +388,7 @@ fn conform(args: ConformArgs) -> Result<ExitCode> {
         );
     }
     let dir = args.report.unwrap_or_else(|| {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        PathBuf::from(format!("reports/{stamp}-seed{}", campaign.seed))
+        normfuzz::report::default_dir(&format!("{{stamp}}-seed{}", campaign.seed))
     });
     normfuzz::report::write(
         &dir,

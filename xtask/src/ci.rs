@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use crate::{build_normfuzz, cargo, step};
+use crate::{cargo, step, tested_normfuzz};
 
 pub fn ci(root: &Path) -> Result<()> {
     step(
@@ -21,7 +21,8 @@ pub fn ci(root: &Path) -> Result<()> {
                 "clippy",
                 "--workspace",
                 "--all-targets",
-                "--release",
+                "--profile",
+                "ci",
                 "--",
                 "-D",
                 "warnings",
@@ -31,7 +32,7 @@ pub fn ci(root: &Path) -> Result<()> {
     let (mut passed, mut failed) = run_tests(root)?;
     // The product's own gate, as a user runs it: the reference over the subprocess path must be
     // clean, and the pass-through example SUT must be caught.
-    let normfuzz = build_normfuzz(root)?;
+    let normfuzz = tested_normfuzz(root)?;
     let reports = root.join("target/ci-reports");
     let campaigns = [
         (
@@ -71,7 +72,11 @@ pub fn ci(root: &Path) -> Result<()> {
         }
     }
     // The ClusterFuzzLite build script on stable, and each fuzz target briefly on its seeds.
-    let (fuzz_passed, fuzz_failed) = crate::fuzz::smoke(root)?;
+    let (fuzz_passed, fuzz_failed) = crate::fuzz::smoke(
+        root,
+        &crate::fuzz::ReportTo::Dir(reports.join("fuzz")),
+        Some(&normfuzz),
+    )?;
     passed += fuzz_passed;
     failed += fuzz_failed;
     // A real runtime against the mock endpoints, judged against its baseline of known findings:
@@ -80,7 +85,12 @@ pub fn ci(root: &Path) -> Result<()> {
     eprintln!("==> e2e: openclaw against its baseline");
     let e2e_args = ["--cases", "4", "--jobs", "2", "--report"].map(String::from);
     let report = reports.join("e2e").display().to_string();
-    match crate::e2e::e2e(root, "openclaw", &[&e2e_args[..], &[report]].concat())? {
+    match crate::e2e::e2e(
+        root,
+        &normfuzz,
+        "openclaw",
+        &[&e2e_args[..], &[report]].concat(),
+    )? {
         0 => passed += 1,
         code => {
             eprintln!("xtask: e2e smoke: exit {code}; report in target/ci-reports/e2e");
@@ -94,10 +104,11 @@ pub fn ci(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Runs `cargo test` in release mode, echoing its output and summing its `test result:` lines.
+/// Runs `cargo test` with the `ci` profile, echoing its output and summing its `test result:`
+/// lines.
 fn run_tests(root: &Path) -> Result<(u64, u64)> {
-    eprintln!("==> cargo test --workspace --release");
-    let mut child = cargo(root, &["test", "--workspace", "--release"])
+    eprintln!("==> cargo test --workspace --profile ci");
+    let mut child = cargo(root, &["test", "--workspace", "--profile", "ci"])
         .stdout(Stdio::piped())
         .spawn()
         .context("cannot start cargo test")?;

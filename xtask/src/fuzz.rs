@@ -100,8 +100,9 @@ impl Build {
 
 /// Runs `.clusterfuzzlite/build.sh` as ClusterFuzzLite does, with `SRC` a scratch folder whose
 /// `normfuzz` is this workspace and `OUT` a fresh one; cargo builds in the flavor's persistent
-/// target dir, so a rerun only relinks what changed.
-fn build(root: &Path, flavor: Flavor) -> Result<Build> {
+/// target dir, so a rerun only relinks what changed. `profile` is a cargo profile (`release`,
+/// or the workspace's cheaper `ci` for the smoke).
+fn build(root: &Path, flavor: Flavor, profile: &str) -> Result<Build> {
     let src = tempfile::tempdir().context("creating a scratch SRC")?;
     std::os::unix::fs::symlink(root, src.path().join("normfuzz"))
         .context("linking the workspace into SRC")?;
@@ -112,10 +113,11 @@ fn build(root: &Path, flavor: Flavor) -> Result<Build> {
         .env("SRC", src.path())
         .env("OUT", out.path())
         .env("CARGO_TARGET_DIR", &target_dir)
-        .env("NORMFUZZ_FUZZ_FEATURES", flavor.features());
+        .env("NORMFUZZ_FUZZ_FEATURES", flavor.features())
+        .env("NORMFUZZ_FUZZ_PROFILE", profile);
     step(
         &format!(
-            ".clusterfuzzlite/build.sh (features: {}; {})",
+            ".clusterfuzzlite/build.sh (features: {}; profile {profile}; {})",
             format!("libfuzzer {}", flavor.features()).trim_end(),
             target_dir
                 .strip_prefix(root)
@@ -125,6 +127,61 @@ fn build(root: &Path, flavor: Flavor) -> Result<Build> {
         cmd,
     )?;
     Ok(Build { target_dir, out })
+}
+
+/// Where `cargo xtask fuzz` writes its report (`normfuzz fuzz-report` over the runs' logs).
+pub enum ReportTo {
+    /// `reports/fuzz-<unix time>/`.
+    Default,
+    Dir(PathBuf),
+    Nowhere,
+}
+
+impl ReportTo {
+    pub fn new(dir: Option<PathBuf>, no_report: bool) -> ReportTo {
+        match (dir, no_report) {
+            (_, true) => ReportTo::Nowhere,
+            (Some(dir), false) => ReportTo::Dir(dir),
+            (None, false) => ReportTo::Default,
+        }
+    }
+
+    /// `dir` instead of `reports/fuzz-<unix time>`.
+    pub fn or_default_dir(self, dir: PathBuf) -> ReportTo {
+        match self {
+            ReportTo::Default => ReportTo::Dir(dir),
+            other => other,
+        }
+    }
+}
+
+/// Writes the four report files from libFuzzer logs with `normfuzz fuzz-report`: `normfuzz` as
+/// given, or built in release mode as `cargo xtask conform` builds it. Its exit 1 only repeats
+/// a crash the caller reports itself.
+fn write_report(root: &Path, logs: &[&Path], to: &ReportTo, normfuzz: Option<&Path>) -> Result<()> {
+    let out = match to {
+        ReportTo::Nowhere => return Ok(()),
+        ReportTo::Default => None,
+        ReportTo::Dir(dir) => Some(dir),
+    };
+    let normfuzz = match normfuzz {
+        Some(path) => path.to_path_buf(),
+        None => crate::build_normfuzz(root)?,
+    };
+    let mut cmd = Command::new(normfuzz);
+    cmd.current_dir(root).arg("fuzz-report");
+    if let Some(dir) = out {
+        cmd.arg("--out").arg(dir);
+    }
+    let status = cmd
+        .args(logs)
+        .status()
+        .context("cannot run normfuzz fuzz-report")?;
+    ensure!(
+        matches!(status.code(), Some(0 | 1)),
+        "normfuzz fuzz-report failed ({status})"
+    );
+    Ok(())
 }
 
 /// A crash one run found, minimized and stored.
@@ -142,6 +199,8 @@ struct FuzzRun {
     cov: String,
     corpus_before: usize,
     corpus_after: usize,
+    /// libFuzzer's stderr.
+    log: PathBuf,
     /// From start to exit: with a crash, the time to find it.
     elapsed: Duration,
     crash: Option<Crash>,
@@ -164,9 +223,10 @@ pub fn fuzz(
     jobs: u32,
     repro: Option<&Path>,
     flavor: Flavor,
+    report: &ReportTo,
 ) -> Result<()> {
     let targets = select(which)?;
-    let build = build(root, flavor)?;
+    let build = build(root, flavor, "release")?;
     if let Some(file) = repro {
         let [target] = targets[..] else {
             bail!("--repro needs one target, not `all`");
@@ -199,6 +259,8 @@ pub fn fuzz(
             if run.crash.is_some() { "   CRASH" } else { "" }
         );
     }
+    let logs: Vec<&Path> = runs.iter().map(|r| r.log.as_path()).collect();
+    write_report(root, &logs, report, None)?;
     let mut crashed = false;
     for run in &runs {
         if let Some(crash) = &run.crash {
@@ -362,6 +424,7 @@ fn fuzz_one(
         cov,
         corpus_before,
         corpus_after: visible_files(&scratch).len(),
+        log: log_path.clone(),
         elapsed,
         crash: None,
     };
@@ -447,16 +510,20 @@ fn fuzz_one(
 /// The fuzz smoke of `cargo xtask ci`: `.clusterfuzzlite/build.sh` as ClusterFuzzLite runs it,
 /// its outputs checked, then every target run for a few seconds on its unpacked seed corpus
 /// with its dictionary. One check per target; a failed build is an error.
-pub fn smoke(root: &Path) -> Result<(u64, u64)> {
+pub fn smoke(root: &Path, report: &ReportTo, normfuzz: Option<&Path>) -> Result<(u64, u64)> {
     eprintln!("==> fuzz smoke: build.sh, then each target {SMOKE_SECONDS} s on its seeds");
     let started = Instant::now();
-    let build = build(root, Flavor::Real)?;
+    let build = build(root, Flavor::Real, "ci")?;
     let built = started.elapsed();
     let work = build.target_dir.join("smoke");
     fresh_dir(&work)?;
     let (mut passed, mut failed) = (0, 0);
-    for target in FUZZ_TARGETS {
-        match smoke_one(root, &build, &work, target) {
+    let logs: Vec<PathBuf> = FUZZ_TARGETS
+        .iter()
+        .map(|t| work.join(format!("{t}.log")))
+        .collect();
+    for (target, log) in FUZZ_TARGETS.iter().zip(&logs) {
+        match smoke_one(root, &build, &work, target, log) {
             Ok(()) => passed += 1,
             Err(err) => {
                 eprintln!("xtask: fuzz smoke {target}: {err:#}");
@@ -464,6 +531,12 @@ pub fn smoke(root: &Path) -> Result<(u64, u64)> {
             }
         }
     }
+    let ran: Vec<&Path> = logs
+        .iter()
+        .map(PathBuf::as_path)
+        .filter(|l| l.is_file())
+        .collect();
+    write_report(root, &ran, report, normfuzz)?;
     eprintln!(
         "fuzz smoke: {passed} passed, {failed} failed (build {:.0} s, total {:.0} s)",
         built.as_secs_f64(),
@@ -472,7 +545,7 @@ pub fn smoke(root: &Path) -> Result<(u64, u64)> {
     Ok((passed, failed))
 }
 
-fn smoke_one(root: &Path, build: &Build, work: &Path, target: &str) -> Result<()> {
+fn smoke_one(root: &Path, build: &Build, work: &Path, target: &str, log_path: &Path) -> Result<()> {
     for file in [
         build.bin(target),
         build.dict(target),
@@ -497,9 +570,7 @@ fn smoke_one(root: &Path, build: &Build, work: &Path, target: &str) -> Result<()
         unpacked == checked_in,
         "{target}_seed_corpus.zip holds {unpacked} inputs, the tree {checked_in}"
     );
-    let log_path = work.join(format!("{target}.log"));
-    let log =
-        File::create(&log_path).with_context(|| format!("creating {}", log_path.display()))?;
+    let log = File::create(log_path).with_context(|| format!("creating {}", log_path.display()))?;
     let status = build
         .libfuzzer(
             target,
@@ -512,7 +583,7 @@ fn smoke_one(root: &Path, build: &Build, work: &Path, target: &str) -> Result<()
         .stderr(log)
         .status()
         .with_context(|| format!("cannot start {target}"))?;
-    let text = std::fs::read_to_string(&log_path).unwrap_or_default();
+    let text = std::fs::read_to_string(log_path).unwrap_or_default();
     let (exec_per_sec, cov) = stats(&text);
     ensure!(
         status.success(),
@@ -560,7 +631,7 @@ impl Drop for RemoveOnDrop {
 pub fn planted_bug(root: &Path) -> Result<()> {
     let target = "neutralize";
     let started = Instant::now();
-    let build = build(root, Flavor::PlantedBug)?;
+    let build = build(root, Flavor::PlantedBug, "release")?;
     let build_time = started.elapsed();
     // From the seeds alone: an earlier run's corpus would shorten the time to find.
     fresh_dir(&build.target_dir.join("corpus").join(target))?;

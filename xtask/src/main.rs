@@ -23,7 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The CI gate: format check, clippy with warnings denied, every test in release mode.
+    /// The CI gate: format check, clippy with warnings denied, every test (cargo profile `ci`),
+    /// the conform campaigns, the fuzz smoke and the e2e smoke.
     ///
     /// Ends with a line `N passed, N failed` summing every test binary.
     Ci,
@@ -75,6 +76,13 @@ enum Task {
         /// `target/fuzz-planted` so the normal build stays warm).
         #[arg(long)]
         planted_bug: bool,
+        /// Report folder (`report.html`, `junit.xml`, `summary.md`, `index.json`) [default:
+        /// reports/fuzz-<unix time>; with --smoke: target/ci-reports/fuzz].
+        #[arg(long, value_name = "DIR")]
+        report: Option<PathBuf>,
+        /// Write no report (and skip building `normfuzz`, which writes it).
+        #[arg(long, conflicts_with = "report")]
+        no_report: bool,
         /// Run the fuzz smoke of `cargo xtask ci` instead: build.sh's outputs checked, then every
         /// target a few seconds on its seed corpus.
         #[arg(long, conflicts_with_all = ["target", "time", "jobs", "repro", "planted_bug"])]
@@ -110,9 +118,19 @@ impl Task {
                     .status()?;
                 std::process::exit(status.code().unwrap_or(2));
             }
-            Task::E2e { runtime, args } => std::process::exit(e2e::e2e(&root, &runtime, &args)?),
-            Task::Fuzz { smoke: true, .. } => {
-                let (passed, failed) = fuzz::smoke(&root)?;
+            Task::E2e { runtime, args } => {
+                let normfuzz = e2e::build(&root)?;
+                std::process::exit(e2e::e2e(&root, &normfuzz, &runtime, &args)?)
+            }
+            Task::Fuzz {
+                smoke: true,
+                report,
+                no_report,
+                ..
+            } => {
+                let to = fuzz::ReportTo::new(report, no_report)
+                    .or_default_dir(root.join("target/ci-reports/fuzz"));
+                let (passed, failed) = fuzz::smoke(&root, &to, None)?;
                 println!("{passed} passed, {failed} failed");
                 if failed > 0 {
                     bail!("{failed} fuzz targets failed the smoke");
@@ -125,6 +143,8 @@ impl Task {
                 jobs,
                 repro,
                 planted_bug,
+                report,
+                no_report,
                 smoke: false,
             } => {
                 let flavor = if planted_bug {
@@ -132,7 +152,8 @@ impl Task {
                 } else {
                     fuzz::Flavor::Real
                 };
-                fuzz::fuzz(&root, &target, time, jobs, repro.as_deref(), flavor)
+                let to = fuzz::ReportTo::new(report, no_report);
+                fuzz::fuzz(&root, &target, time, jobs, repro.as_deref(), flavor, &to)
             }
             Task::PlantedBug => fuzz::planted_bug(&root),
         }
@@ -160,6 +181,20 @@ pub(crate) fn step(name: &str, mut cmd: Command) -> Result<()> {
         bail!("{name} failed ({status})");
     }
     Ok(())
+}
+
+/// `normfuzz` and `mock-providers` as `cargo test --workspace --profile ci` left them in
+/// `target/ci` (its integration tests run both). `cargo build -p normfuzz` after that
+/// would recompile most dependencies, since the tests' dev-dependencies widen shared crates'
+/// features (serde's `alloc`, regex's `perf`, ...); the gate runs what it tested instead.
+pub(crate) fn tested_normfuzz(root: &Path) -> Result<PathBuf> {
+    let built = root.join("target/ci");
+    for bin in ["normfuzz", "mock-providers"] {
+        if !built.join(bin).is_file() {
+            bail!("cargo test --profile ci left no target/ci/{bin}");
+        }
+    }
+    Ok(built.join("normfuzz"))
 }
 
 pub(crate) fn build_normfuzz(root: &Path) -> Result<PathBuf> {

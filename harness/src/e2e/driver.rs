@@ -173,10 +173,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
     let isolation = Isolation::probe(&args.isolation)?;
     let plan = select_cases(&args)?;
     let report = absolute(&args.report.clone().unwrap_or_else(|| {
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        PathBuf::from(format!("reports/e2e-{}-{stamp}", adapter.name))
+        crate::report::default_dir(&format!("e2e-{}-{{stamp}}", adapter.name))
     }))?;
     std::fs::create_dir_all(&report)?;
     let adapter_path = absolute(&args.adapter)?;

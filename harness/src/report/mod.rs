@@ -196,6 +196,15 @@ pub fn step_summary_path() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
+/// `reports/<name>` with `{stamp}` in `name` replaced by the current Unix time: the default
+/// folder of every run, so runs never overwrite each other and sort by start.
+pub fn default_dir(name: &str) -> PathBuf {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    Path::new("reports").join(name.replace("{stamp}", &stamp.to_string()))
+}
+
 /// A campaign and what every format derives from it, computed once.
 struct CampaignView<'a> {
     outcome: &'a Outcome,
