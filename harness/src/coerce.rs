@@ -179,9 +179,10 @@ fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
         "image" => image(obj),
         // C3
         "audio" => composed(format!("[audio {}]", mime_label(obj))),
-        // C4
+        // C4. A blank `uri` is no link (MCP requires a URI): rendered as `<uri>` alone it would be
+        // a blank text block, which providers reject and re-coercion drops, so it goes to C6.
         "resource_link" => match string(obj, "uri") {
-            Some(uri) => {
+            Some(uri) if !is_blank(uri) => {
                 let uri = bounded(uri, BLOCK_TEXT_MAX);
                 let label = ["title", "name"]
                     .into_iter()
@@ -191,7 +192,7 @@ fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
                     None => composed(uri.into_owned()),
                 }
             }
-            None => unknown(block),
+            _ => unknown(block),
         },
         // C5
         "resource" => match field(obj, "resource") {

@@ -158,6 +158,12 @@ fn c4_resource_link_seed_docx() {
         one(json!({"type": "resource_link", "name": "x"}))["text"],
         r#"{"type":"resource_link","name":"x"}"#
     );
+    // A blank uri is no uri either: `<uri>` alone would be a blank text block (found by the
+    // coerce_bytes fuzz smoke; providers reject blank texts and re-coercion drops them).
+    assert_eq!(
+        one(json!({"type": "resource_link", "uri": " "}))["text"],
+        r#"{"type":"resource_link","uri":" "}"#
+    );
 }
 
 #[test]
