@@ -147,6 +147,11 @@ pub fn expand(template: &str, vars: &BTreeMap<&str, String>) -> Result<String> {
     Ok(out)
 }
 
+/// [`expand`] over each of `templates` (an argv, a list of roots).
+pub fn expand_all(templates: &[String], vars: &BTreeMap<&str, String>) -> Result<Vec<String>> {
+    templates.iter().map(|t| expand(t, vars)).collect()
+}
+
 /// Values reached by a JSON pointer whose `*` segments walk every element of an array.
 pub fn select<'v>(value: &'v Value, pointer: &str) -> Vec<&'v Value> {
     let mut current = vec![value];

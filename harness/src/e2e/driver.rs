@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::adapter::{Adapter, expand};
+use super::adapter::{Adapter, expand_all};
 use super::baseline::Baseline;
 use super::cases::{self, E2eCase};
 use super::checks::{self, E2eFinding};
@@ -566,12 +566,7 @@ fn judge(
     }
     if let Some(stdout) = read_json(&dir.join(one_turn::STDOUT)) {
         let vars = std::collections::BTreeMap::from([("case", dir.display().to_string())]);
-        let roots = adapter
-            .run
-            .media_roots
-            .iter()
-            .map(|r| expand(r, &vars))
-            .collect::<Result<Vec<_>>>()?;
+        let roots = expand_all(&adapter.run.media_roots, &vars)?;
         findings.extend(checks::check_delivered(
             &checks::delivered(adapter, &stdout),
             &roots,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use super::adapter::{Adapter, expand};
+use super::adapter::{Adapter, expand_all};
 use crate::report::write_atomic;
 
 /// `$NORMFUZZ_CACHE`, else `$XDG_CACHE_HOME/normfuzz`, else `~/.cache/normfuzz`.
@@ -26,10 +26,7 @@ pub fn default_cache_root() -> PathBuf {
 /// PATH for the runtime: the adapter's folders first, then the caller's.
 pub fn runtime_path(adapter: &Adapter, cache: &Path) -> Result<String> {
     let vars = std::collections::BTreeMap::from([("cache", cache.display().to_string())]);
-    let mut parts = Vec::new();
-    for p in &adapter.run.path {
-        parts.push(expand(p, &vars)?);
-    }
+    let mut parts = expand_all(&adapter.run.path, &vars)?;
     if let Some(path) = std::env::var_os("PATH") {
         parts.push(path.to_string_lossy().into_owned());
     }
@@ -118,12 +115,7 @@ fn install(adapter: &Adapter, cache: &Path) -> Result<()> {
 
 fn version(adapter: &Adapter, cache: &Path) -> Result<String> {
     let vars = std::collections::BTreeMap::from([("cache", cache.display().to_string())]);
-    let argv = adapter
-        .run
-        .version_command
-        .iter()
-        .map(|a| expand(a, &vars))
-        .collect::<Result<Vec<_>>>()?;
+    let argv = expand_all(&adapter.run.version_command, &vars)?;
     let (program, args) = argv.split_first().context("empty run.version_command")?;
     let output = Command::new(program)
         .args(args)

@@ -15,7 +15,7 @@ use mock_providers::server::{Config, MockProviders};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::adapter::{Adapter, expand};
+use super::adapter::{Adapter, expand, expand_all};
 use super::cases::E2eCase;
 use crate::report::write_atomic;
 
@@ -135,12 +135,7 @@ pub fn run(dir: &Path) -> Result<()> {
         expand(&adapter.config.template, &json_vars)?.as_bytes(),
     )?;
 
-    let command = adapter
-        .run
-        .command
-        .iter()
-        .map(|a| expand(a, &vars))
-        .collect::<Result<Vec<_>>>()?;
+    let command = expand_all(&adapter.run.command, &vars)?;
     let (program, args) = command.split_first().context("empty run.command")?;
     let mut cmd = Command::new(program);
     cmd.args(args)
