@@ -107,11 +107,15 @@ pub fn ci(root: &Path) -> Result<()> {
 /// Runs `cargo test` with the `ci` profile, echoing its output and summing its `test result:`
 /// lines.
 fn run_tests(root: &Path) -> Result<(u64, u64)> {
-    eprintln!("==> cargo test --workspace --profile ci");
-    let mut child = cargo(root, &["test", "--workspace", "--profile", "ci"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("cannot start cargo test")?;
+    // --no-fail-fast: every test binary runs, so the closing count covers them all.
+    eprintln!("==> cargo test --workspace --profile ci --no-fail-fast");
+    let mut child = cargo(
+        root,
+        &["test", "--workspace", "--profile", "ci", "--no-fail-fast"],
+    )
+    .stdout(Stdio::piped())
+    .spawn()
+    .context("cannot start cargo test")?;
     let stdout = child.stdout.take().context("cargo test has no stdout")?;
     let (mut passed, mut failed) = (0, 0);
     for line in BufReader::new(stdout).lines() {
