@@ -6,9 +6,10 @@
 
 use super::{AgentBlock, SyntaxError, is_blank, syntax_error, text_of, url_scheme};
 use crate::b64::{self, Flavor};
+use crate::ids;
 use crate::image::{self, ImageKind};
 use crate::script::{Piece, Reply, Turn, splice, sse};
-use crate::{Checked, Rejection, ids};
+use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 
 /// Base64 string length limit per image, measured on the string (research §1.4).

@@ -8,9 +8,10 @@
 
 use super::{AgentBlock, is_blank, text_of};
 use crate::b64::{self, Flavor};
+use crate::ids;
 use crate::image::{self, ImageKind};
 use crate::script::{Piece, Reply, Turn, splice, split_json};
-use crate::{Checked, Rejection, ids};
+use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 
 const FORMATS: [&str; 4] = ["gif", "jpeg", "png", "webp"];

@@ -6,9 +6,10 @@
 
 use super::{AgentBlock, url_scheme};
 use crate::b64::{self, Flavor};
+use crate::ids;
 use crate::image;
 use crate::script::{Piece, Reply, Turn, splice, sse};
-use crate::{Checked, Rejection, ids};
+use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 
 /// Inline request limit: 100 MB since 2026-01 (research §4.2). [INF] MiB, on the whole body.

@@ -7,7 +7,7 @@ pub(crate) mod gemini;
 pub(crate) mod ollama;
 pub(crate) mod openai;
 
-use crate::Provider;
+use crate::verdict::Provider;
 use serde_json::Value;
 
 /// Builds `provider`'s minimal valid request whose tool result carries `blocks`, the agent blocks the

@@ -5,7 +5,7 @@
 use super::{AgentBlock, syntax_error, text_of};
 use crate::b64;
 use crate::script::{Piece, Reply, Turn, splice};
-use crate::{Checked, Rejection};
+use crate::verdict::{Checked, Rejection};
 use serde_json::{Value, json};
 
 /// [INF] model names served by the single-image `mllama` architecture (research §6.2).

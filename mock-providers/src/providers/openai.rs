@@ -7,9 +7,10 @@
 
 use super::{AgentBlock, text_of, url_scheme};
 use crate::b64::{self, Flavor};
+use crate::ids;
 use crate::image::{self, ImageKind};
 use crate::script::{Piece, Reply, Turn, splice, split_json, sse};
-use crate::{Checked, Rejection, ids};
+use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
 
