@@ -8,9 +8,9 @@
 
 use arbitrary::Unstructured;
 use mock_providers::{Provider, Verdict};
-use normfuzz::directive_check::{is_directive_line, lines};
-use normfuzz::image::ImageFormat;
-use normfuzz::neutralize::MARKER;
+use normfuzz::oracle::directive::{is_directive_line, lines};
+use normfuzz::reference::image::ImageFormat;
+use normfuzz::reference::neutralize::MARKER;
 use normfuzz::protocol::{Answer, Op};
 use serde_json::{Value, json};
 
@@ -44,16 +44,16 @@ pub fn coerce_bytes(data: &[u8]) {
     let Ok(input) = std::str::from_utf8(data) else {
         return;
     };
-    let Ok(result) = normfuzz::coerce::coerce_json(input) else {
+    let Ok(result) = normfuzz::reference::coerce::coerce_json(input) else {
         return;
     };
     for block in &result.content {
         match block {
-            normfuzz::coerce::AgentBlock::Text { text } => {
+            normfuzz::reference::coerce::AgentBlock::Text { text } => {
                 assert_no_directive(text, "a text block")
             }
-            normfuzz::coerce::AgentBlock::Image(image) => {
-                if let Err(e) = normfuzz::image::validate_image(image.data(), image.mime_type()) {
+            normfuzz::reference::coerce::AgentBlock::Image(image) => {
+                if let Err(e) = normfuzz::reference::image::validate_image(image.data(), image.mime_type()) {
                     panic!("S2: emitted image does not re-validate: {}", e.as_str());
                 }
             }
@@ -61,7 +61,7 @@ pub fn coerce_bytes(data: &[u8]) {
     }
     let bytes = result.to_json_bytes();
     let text = std::str::from_utf8(&bytes).expect("coerced JSON is UTF-8");
-    let again = normfuzz::coerce::coerce_json(text).expect("coerced JSON parses");
+    let again = normfuzz::reference::coerce::coerce_json(text).expect("coerced JSON parses");
     assert_eq!(again, result, "B2: coercion output is not a fixed point");
     let value: Value = serde_json::from_slice(&bytes).expect("coerced JSON parses as a Value");
     let content = &value["content"];
@@ -87,10 +87,10 @@ pub fn neutralize(data: &[u8]) {
         return;
     };
     let text = String::from_utf8_lossy(body);
-    let out = normfuzz::neutralize::neutralize(&text);
+    let out = normfuzz::reference::neutralize::neutralize(&text);
     assert_no_directive(&out, "neutralized text");
     assert_eq!(
-        normfuzz::neutralize::neutralize(&out),
+        normfuzz::reference::neutralize::neutralize(&out),
         out,
         "neutralize is not idempotent"
     );
@@ -115,7 +115,7 @@ pub fn neutralize(data: &[u8]) {
     // Streaming over byte chunks (which may split characters) of the original bytes: its
     // output must equal the whole-text neutralizer's on the lossy decoding of the same bytes.
     let mut state = u32::from(seed).wrapping_mul(2_654_435_761) | 1;
-    let mut stream = normfuzz::stream::StreamNeutralizer::new();
+    let mut stream = normfuzz::reference::stream::StreamNeutralizer::new();
     let mut streamed = String::new();
     let mut rest = body;
     while !rest.is_empty() {
@@ -135,7 +135,7 @@ pub fn neutralize(data: &[u8]) {
 /// independent `std::net`/`url` judge finds nothing wrong with either (parse differential).
 pub fn url_policy(data: &[u8]) {
     let url = String::from_utf8_lossy(data);
-    let verdict = normfuzz::url_policy::check_media_url(&url);
+    let verdict = normfuzz::reference::url_policy::check_media_url(&url);
     let input = json!({ "url": url });
     let answer = normfuzz::reference::call(Op::CheckMediaUrl, &input).expect("url is a string");
     assert_no_gate(Op::CheckMediaUrl, &input, answer);
@@ -145,13 +145,13 @@ pub fn url_policy(data: &[u8]) {
     let canonical = verdict
         .canonical
         .unwrap_or_else(|| panic!("accepted {url:?} without a canonical form"));
-    let again = normfuzz::url_policy::check_media_url(&canonical);
+    let again = normfuzz::reference::url_policy::check_media_url(&canonical);
     assert!(
         again.allowed,
         "canonical {canonical:?} of accepted {url:?} is refused: {}",
         again.reason.as_str()
     );
-    if let Some(problem) = normfuzz::judge::remote_problem(&canonical) {
+    if let Some(problem) = normfuzz::oracle::judge::remote_problem(&canonical) {
         panic!("S3: canonical {canonical:?} of accepted {url:?}: {problem}");
     }
 }
@@ -159,7 +159,7 @@ pub fn url_policy(data: &[u8]) {
 /// Judges the reference's own answer: any gate violation is a finding.
 fn assert_no_gate(op: Op, input: &Value, output: Value) {
     let answer = Answer::Output(output);
-    let gate: Vec<_> = normfuzz::judge::judge(op, input, &answer, &answer)
+    let gate: Vec<_> = normfuzz::oracle::judge::judge(op, input, &answer, &answer)
         .into_iter()
         .filter(|v| v.gate)
         .collect();
@@ -246,8 +246,8 @@ fn arbitrary_text(u: &mut Unstructured<'_>) -> String {
 fn arbitrary_image(u: &mut Unstructured<'_>) -> Value {
     let format = *u.choose(&ImageFormat::ALL).unwrap_or(&ImageFormat::Png);
     let data: Value = match u.int_in_range(0..=3).unwrap_or(0) {
-        0 => normfuzz::sample_images::tiny_base64(format).into(),
-        1 => normfuzz::sample_images::GIF_1X1.into(),
+        0 => normfuzz::generate::sample_images::tiny_base64(format).into(),
+        1 => normfuzz::generate::sample_images::GIF_1X1.into(),
         2 => arbitrary_text(u).into(),
         _ => Value::Null,
     };

@@ -9,7 +9,7 @@
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use normfuzz::sample_images;
+use normfuzz::generate::sample_images;
 use serde_json::json;
 
 const SIZES: [usize; 4] = [10_000, 100_000, 1_000_000, 5_000_000];
@@ -42,11 +42,11 @@ fn coercion(c: &mut Criterion) {
         group.sample_size(20);
         for size in SIZES {
             let doc = make(size);
-            assert!(normfuzz::coerce::coerce_json(&doc).is_ok());
+            assert!(normfuzz::reference::coerce::coerce_json(&doc).is_ok());
             group.throughput(Throughput::Bytes(doc.len() as u64));
             group.bench_with_input(BenchmarkId::new("reference", size), &doc, |b, doc| {
                 b.iter(|| {
-                    normfuzz::coerce::coerce_json(black_box(doc))
+                    normfuzz::reference::coerce::coerce_json(black_box(doc))
                         .expect("valid")
                         .to_json_bytes()
                 })
@@ -74,7 +74,7 @@ fn neutralizer(c: &mut Criterion) {
     for (name, text) in [("clean_1MB", &clean), ("with_directives_2MB", &dirty)] {
         group.throughput(Throughput::Bytes(text.len() as u64));
         group.bench_with_input(BenchmarkId::new("reference", name), text, |b, t| {
-            b.iter(|| normfuzz::neutralize::neutralize(black_box(t)).len())
+            b.iter(|| normfuzz::reference::neutralize::neutralize(black_box(t)).len())
         });
         // Two baselines: the literal `MEDIA:` search a naive (case-sensitive, ASCII-only) defanger
         // would run, and a scan for the colon every directive ends with.
@@ -101,7 +101,7 @@ fn stream_neutralizer(c: &mut Criterion) {
             text,
             |b, t| {
                 b.iter(|| {
-                    let mut stream = normfuzz::stream::StreamNeutralizer::new();
+                    let mut stream = normfuzz::reference::stream::StreamNeutralizer::new();
                     let mut out = String::with_capacity(t.len() + 64);
                     for chunk in black_box(t.as_bytes()).chunks(4096) {
                         stream.push(chunk, &mut out);
@@ -112,7 +112,7 @@ fn stream_neutralizer(c: &mut Criterion) {
             },
         );
         group.bench_with_input(BenchmarkId::new("whole_text", name), text, |b, t| {
-            b.iter(|| normfuzz::neutralize::neutralize(black_box(t)).len())
+            b.iter(|| normfuzz::reference::neutralize::neutralize(black_box(t)).len())
         });
     }
     group.finish();

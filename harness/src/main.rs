@@ -10,14 +10,14 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use normfuzz::conform::{Campaign, Progress};
-use normfuzz::media_policy::MediaRoots;
+use normfuzz::runner::campaign::{Campaign, Progress};
+use normfuzz::reference::media_policy::MediaRoots;
 use normfuzz::protocol::Op;
-use normfuzz::reply;
-use normfuzz::retry::RetryImagesInput;
-use normfuzz::sse::{ProviderFormat, ProviderStream, StreamItem};
-use normfuzz::sut::{ProcessSut, ReferenceSut, Sut};
-use normfuzz::turn::{Delivery, Turn};
+use normfuzz::reference::reply;
+use normfuzz::reference::retry::RetryImagesInput;
+use normfuzz::reference::sse::{ProviderFormat, ProviderStream, StreamItem};
+use normfuzz::runner::sut::{ProcessSut, ReferenceSut, Sut};
+use normfuzz::reference::turn::{Delivery, Turn};
 use serde::Serialize;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -128,7 +128,7 @@ enum Command {
     ///
     /// Ends with `N passed, N failed`; exits 0 when every finding is in the baseline and no
     /// baseline entry is stale, 1 otherwise, 2 on a setup error.
-    E2e(normfuzz::e2e::driver::E2eArgs),
+    E2e(normfuzz::runner::e2e::driver::E2eArgs),
     /// One sandboxed e2e turn (run by `e2e` inside its namespaces; not for direct use).
     #[command(hide = true)]
     E2eTurn {
@@ -191,15 +191,15 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Coerce { file } => {
             let input = read_input(file.as_ref())?;
             let result =
-                normfuzz::coerce::coerce_json(&input).context("input is not valid JSON")?;
+                normfuzz::reference::coerce::coerce_json(&input).context("input is not valid JSON")?;
             out.write_all(&result.to_json_bytes())?;
             out.write_all(b"\n")?;
         }
         Command::Neutralize { file } => {
             let input = read_input(file.as_ref())?;
-            let text = normfuzz::neutralize::neutralize(&input);
+            let text = normfuzz::reference::neutralize::neutralize(&input);
             // Each neutralized line gained exactly one marker: one scan, not two.
-            let lines = (text.len() - input.len()) / normfuzz::neutralize::MARKER.len();
+            let lines = (text.len() - input.len()) / normfuzz::reference::neutralize::MARKER.len();
             print_json(
                 &mut out,
                 &NeutralizeOutput {
@@ -211,7 +211,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::CheckUrl { urls } => {
             let mut refused = false;
             for url in &urls {
-                let verdict = normfuzz::url_policy::check_media_url(url);
+                let verdict = normfuzz::reference::url_policy::check_media_url(url);
                 refused |= !verdict.allowed;
                 print_json(
                     &mut out,
@@ -267,7 +267,7 @@ fn run(command: Command) -> Result<ExitCode> {
             let input = stored.get("input").context("the file has no `input`")?;
             let mut sut = open_sut(&sut, Duration::from_millis(timeout_ms))?;
             let (answer, reference, violations) =
-                normfuzz::conform::replay(sut.as_mut(), op, input)?;
+                normfuzz::runner::campaign::replay(sut.as_mut(), op, input)?;
             let fails = violations.iter().any(|v| v.gate);
             print_json(
                 &mut out,
@@ -277,20 +277,20 @@ fn run(command: Command) -> Result<ExitCode> {
         }
         Command::E2e(args) => {
             drop(out);
-            return normfuzz::e2e::driver::run(args);
+            return normfuzz::runner::e2e::driver::run(args);
         }
-        Command::E2eTurn { dir } => normfuzz::e2e::one_turn::run(&dir)?,
+        Command::E2eTurn { dir } => normfuzz::runner::e2e::one_turn::run(&dir)?,
         Command::FuzzReport { out: dir, logs } => {
-            let dir = dir.unwrap_or_else(|| normfuzz::report::default_dir("fuzz-{stamp}"));
-            let runs = normfuzz::report::fuzz::read_logs(&logs)?;
-            normfuzz::report::fuzz::write(
+            let dir = dir.unwrap_or_else(|| normfuzz::runner::report::default_dir("fuzz-{stamp}"));
+            let runs = normfuzz::runner::report::fuzz::read_logs(&logs)?;
+            normfuzz::runner::report::fuzz::write(
                 &dir,
                 &runs,
-                normfuzz::report::step_summary_path().as_deref(),
+                normfuzz::runner::report::step_summary_path().as_deref(),
             )?;
             let dirty: Vec<String> = runs
                 .iter()
-                .filter(|r| r.status != normfuzz::report::fuzz::Status::Clean)
+                .filter(|r| r.status != normfuzz::runner::report::fuzz::Status::Clean)
                 .map(|r| format!("{} {}", r.target, r.status.as_str()))
                 .collect();
             eprintln!(
@@ -375,7 +375,7 @@ fn conform(args: ConformArgs) -> Result<ExitCode> {
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        let outcome = normfuzz::conform::run(&campaign, || open_sut(&args.sut, timeout), &progress);
+        let outcome = normfuzz::runner::campaign::run(&campaign, || open_sut(&args.sut, timeout), &progress);
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
         outcome
@@ -388,14 +388,14 @@ fn conform(args: ConformArgs) -> Result<ExitCode> {
         );
     }
     let dir = args.report.unwrap_or_else(|| {
-        normfuzz::report::default_dir(&format!("{{stamp}}-seed{}", campaign.seed))
+        normfuzz::runner::report::default_dir(&format!("{{stamp}}-seed{}", campaign.seed))
     });
-    normfuzz::report::write(
+    normfuzz::runner::report::write(
         &dir,
         &outcome,
         &args.sut,
         campaign.strict,
-        normfuzz::report::step_summary_path().as_deref(),
+        normfuzz::runner::report::step_summary_path().as_deref(),
     )?;
     if args.save_regressions {
         for finding in &outcome.findings {
@@ -404,7 +404,7 @@ fn conform(args: ConformArgs) -> Result<ExitCode> {
                 finding.op, finding.id
             ));
             let stored = serde_json::json!({"op": finding.op, "rule": finding.rule, "kind": finding.kind, "input": finding.input});
-            normfuzz::report::write_atomic(&path, format!("{stored:#}\n").as_bytes())?;
+            normfuzz::runner::report::write_atomic(&path, format!("{stored:#}\n").as_bytes())?;
         }
     }
     let failed = outcome.failed(campaign.strict);
@@ -429,7 +429,7 @@ fn conform(args: ConformArgs) -> Result<ExitCode> {
             finding.id,
             finding.rule,
             finding.kind,
-            normfuzz::report::repro_command(&path, &args.sut)
+            normfuzz::runner::report::repro_command(&path, &args.sut)
         );
     }
     println!("{} passed, {failed} failed", cases - failed);
@@ -511,7 +511,7 @@ struct NeutralizeOutput<'a> {
 struct UrlOutput<'a> {
     url: &'a str,
     #[serde(flatten)]
-    verdict: &'a normfuzz::url_policy::UrlVerdict,
+    verdict: &'a normfuzz::reference::url_policy::UrlVerdict,
 }
 
 fn read_input(file: Option<&PathBuf>) -> Result<String> {

@@ -105,7 +105,7 @@ pub enum Fault {
 /// Reads one answer line for request `id`.
 pub fn parse_answer(line: &str, id: u64) -> Answer {
     let protocol = |problem: &str| {
-        let shown = crate::json_text::bounded(line, 2048).into_owned();
+        let shown = crate::excerpt::bounded(line, 2048).into_owned();
         Answer::Fault(Fault::Protocol {
             line: shown,
             problem: problem.to_string(),

@@ -1,13 +1,13 @@
 //! One or more cases per coercion rule id (C1–C8, S1, S2, F1–F5), seeds and openclaw vectors
 //! included. Each asserts the exact output, so breaking the rule breaks the test.
 
-use normfuzz::image::ImageFormat;
-use normfuzz::sample_images;
+use normfuzz::reference::image::ImageFormat;
+use normfuzz::generate::sample_images;
 use serde_json::{Value, json};
 
 fn coerce(input: Value) -> Value {
     let text = input.to_string();
-    let result = normfuzz::coerce::coerce_json(&text).expect("valid JSON");
+    let result = normfuzz::reference::coerce::coerce_json(&text).expect("valid JSON");
     serde_json::to_value(&result).expect("serializable")
 }
 
@@ -329,7 +329,7 @@ fn empty_results_still_say_something() {
 #[test]
 fn duplicate_keys_last_wins_like_every_json_consumer() {
     let raw = r#"{"content":[{"type":"image","type":"text","text":"t"}]}"#;
-    let out = serde_json::to_value(normfuzz::coerce::coerce_json(raw).unwrap()).unwrap();
+    let out = serde_json::to_value(normfuzz::reference::coerce::coerce_json(raw).unwrap()).unwrap();
     assert_eq!(out["content"][0], json!({"type": "text", "text": "t"}));
 }
 
@@ -341,7 +341,7 @@ fn escaped_payloads_still_pass() {
         r#"{{"content":[{{"type":"image","data":"{}","mimeType":"image\/jpeg"}}]}}"#,
         jpeg.replace('/', "\\/")
     );
-    let out = serde_json::to_value(normfuzz::coerce::coerce_json(&raw).unwrap()).unwrap();
+    let out = serde_json::to_value(normfuzz::reference::coerce::coerce_json(&raw).unwrap()).unwrap();
     assert_eq!(
         out["content"][0],
         json!({"type": "image", "data": jpeg, "mimeType": "image/jpeg"})

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use normfuzz::conform::{Campaign, Outcome, Progress, run};
+use normfuzz::runner::campaign::{Campaign, Outcome, Progress, run};
 use normfuzz::protocol::Op;
-use normfuzz::sut::{ProcessSut, ReferenceSut};
+use normfuzz::runner::sut::{ProcessSut, ReferenceSut};
 
 fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
     Campaign {

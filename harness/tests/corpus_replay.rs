@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use normfuzz::protocol::Op;
-use normfuzz::sut::ReferenceSut;
+use normfuzz::runner::sut::ReferenceSut;
 use serde_json::Value;
 
 fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -41,7 +41,7 @@ fn every_corpus_file_passes_the_reference() {
             .as_str()
             .and_then(Op::parse)
             .unwrap_or_else(|| panic!("{}: no known op", file.display()));
-        let (_, _, violations) = normfuzz::conform::replay(&mut ReferenceSut, op, &stored["input"])
+        let (_, _, violations) = normfuzz::runner::campaign::replay(&mut ReferenceSut, op, &stored["input"])
             .expect("reference answers");
         let gate: Vec<_> = violations.iter().filter(|v| v.gate).collect();
         assert!(gate.is_empty(), "{}: {gate:?}", file.display());

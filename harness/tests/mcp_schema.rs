@@ -1,8 +1,8 @@
 //! Generated valid MCP results validate against the official schema of every version, and the
 //! reference coercion accepts every one of them with full fidelity (F1, F2, F3).
 
-use normfuzz::generate::valid_result;
-use normfuzz::mcp::{ContentBlock, McpVersion, ResourceContents};
+use normfuzz::generate::mcp_results::valid_result;
+use normfuzz::generate::mcp::{ContentBlock, McpVersion, ResourceContents};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
@@ -81,13 +81,13 @@ fn valid_results_keep_every_block() {
     runner
         .run(&valid_result(McpVersion::V2025_11_25), |result| {
             let text = serde_json::to_string(&result).expect("serializable");
-            let out = normfuzz::coerce::coerce_json(&text).expect("valid JSON");
+            let out = normfuzz::reference::coerce::coerce_json(&text).expect("valid JSON");
             let out = serde_json::to_value(&out).expect("serializable");
             let blocks = out["content"].as_array().expect("content array");
             let kept: Vec<&ContentBlock> = result
                 .content
                 .iter()
-                .filter(|b| !matches!(b, ContentBlock::Text { text, .. } if normfuzz::coerce::is_blank(text)))
+                .filter(|b| !matches!(b, ContentBlock::Text { text, .. } if normfuzz::reference::coerce::is_blank(text)))
                 .collect();
             if kept.is_empty() {
                 prop_assert_eq!(blocks.len(), 1);
@@ -99,9 +99,9 @@ fn valid_results_keep_every_block() {
                     ContentBlock::Image { data, .. } => prop_assert_eq!(&output["data"], data),
                     ContentBlock::Text { text, .. }
                     | ContentBlock::Resource { resource: ResourceContents::Text { text, .. }, .. }
-                        if !normfuzz::coerce::is_blank(text) =>
+                        if !normfuzz::reference::coerce::is_blank(text) =>
                     {
-                        let want = normfuzz::neutralize::neutralize(text);
+                        let want = normfuzz::reference::neutralize::neutralize(text);
                         prop_assert_eq!(output["text"].as_str(), Some(want.as_ref()))
                     }
                     _ => prop_assert_eq!(&output["type"], "text"),

@@ -2,11 +2,11 @@
 //! directive line survives, judged by the independent checker, and the neutralizer agrees with
 //! the checker line by line), S2 (every output image is valid), F2 (texts survive).
 
-use normfuzz::coerce::coerce_json;
-use normfuzz::directive_check::{is_directive_line, lines};
-use normfuzz::generate::tricky_text;
-use normfuzz::image::validate_image;
-use normfuzz::neutralize::{MARKER, neutralize};
+use normfuzz::reference::coerce::coerce_json;
+use normfuzz::oracle::directive::{is_directive_line, lines};
+use normfuzz::generate::mcp_results::tricky_text;
+use normfuzz::reference::image::validate_image;
+use normfuzz::reference::neutralize::{MARKER, neutralize};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -44,7 +44,7 @@ proptest! {
     }
 
     #[test]
-    fn coercion_output_is_safe_faithful_and_idempotent(input in normfuzz::cases::hostile_json()) {
+    fn coercion_output_is_safe_faithful_and_idempotent(input in normfuzz::generate::cases::hostile_json()) {
         let raw = input.to_string();
         let out = coerce_json(&raw).expect("serde_json output parses");
         let out_json = serde_json::to_string(&out).expect("serializable");
@@ -69,7 +69,7 @@ proptest! {
         if let Some(items) = input.get("content").and_then(Value::as_array) {
             for item in items {
                 if let (Some("text"), Some(text)) = (item.get("type").and_then(Value::as_str), item.get("text").and_then(Value::as_str))
-                    && !normfuzz::coerce::is_blank(text)
+                    && !normfuzz::reference::coerce::is_blank(text)
                 {
                     let want = neutralize(text);
                     prop_assert!(blocks.iter().any(|b| b["text"].as_str() == Some(want.as_ref())), "F2 lost {:?}", text);

@@ -6,12 +6,12 @@
 use std::collections::HashSet;
 use std::path::{Component, Path};
 
-use normfuzz::directive_check::{is_directive_line, lines};
-use normfuzz::generate::tricky_text;
-use normfuzz::media_policy::MediaRoots;
-use normfuzz::reply::{ParseReplyInput, ParsedReply, parse_reply};
-use normfuzz::turn::{Delivery, NormalizeStreamInput, Turn};
-use normfuzz::url_policy::check_media_url;
+use normfuzz::oracle::directive::{is_directive_line, lines};
+use normfuzz::generate::mcp_results::tricky_text;
+use normfuzz::reference::media_policy::MediaRoots;
+use normfuzz::reference::reply::{ParseReplyInput, ParsedReply, parse_reply};
+use normfuzz::reference::turn::{Delivery, NormalizeStreamInput, Turn};
+use normfuzz::reference::url_policy::check_media_url;
 use proptest::prelude::*;
 use serde_json::json;
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use normfuzz::conform::{Finding, Outcome, Sample, Tally};
+use normfuzz::runner::campaign::{Finding, Outcome, Sample, Tally};
 use normfuzz::protocol::{Answer, Op};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use serde_json::json;
@@ -70,7 +70,7 @@ fn outcome() -> Outcome {
 }
 
 fn write(dir: &Path, strict: bool, step_summary: Option<&Path>) {
-    normfuzz::report::write(
+    normfuzz::runner::report::write(
         dir,
         &outcome(),
         "python3 sut.py --flag 'x'",

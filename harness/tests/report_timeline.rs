@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use normfuzz::conform::{Campaign, Progress, run};
+use normfuzz::runner::campaign::{Campaign, Progress, run};
 use normfuzz::protocol::Op;
-use normfuzz::sut::ReferenceSut;
+use normfuzz::runner::sut::ReferenceSut;
 
 #[test]
 fn a_campaign_samples_its_progress_until_the_end() {

@@ -1,7 +1,7 @@
 //! Fallback retries (rules S4, R1–R6, P1–P3, seed 004) through the protocol shapes of
 //! `resolve_retry_images` and `sanitize_tool_names`.
 
-use normfuzz::retry::{
+use normfuzz::reference::retry::{
     PartialExecution, RetryImagesInput, SanitizeToolNamesInput, sanitize_tool_names,
 };
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-use normfuzz::sse::{ProviderFormat, ProviderStream, StreamItem};
+use normfuzz::reference::sse::{ProviderFormat, ProviderStream, StreamItem};
 
 const ANTHROPIC: &str = concat!(
     "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"content\":[]}}\n\n",

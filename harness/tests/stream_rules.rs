@@ -2,12 +2,12 @@
 //! neutralizer's output; hold-back stays bounded; invalid UTF-8 is replaced the same way in both
 //! paths; streamed blocks never yield media; each delivery on its own has no directive line.
 
-use normfuzz::directive_check::{is_directive_line, lines};
-use normfuzz::generate::tricky_text;
-use normfuzz::media_policy::MediaRoots;
-use normfuzz::neutralize::{MARKER, is_blank, is_line_terminator, neutralize, reads_as_letter};
-use normfuzz::stream::{StreamNeutralizer, neutralize_bytes};
-use normfuzz::turn::{Delivery, MAX_HELD_TAIL, NormalizeStreamInput, Turn};
+use normfuzz::oracle::directive::{is_directive_line, lines};
+use normfuzz::generate::mcp_results::tricky_text;
+use normfuzz::reference::media_policy::MediaRoots;
+use normfuzz::reference::neutralize::{MARKER, is_blank, is_line_terminator, neutralize, reads_as_letter};
+use normfuzz::reference::stream::{StreamNeutralizer, neutralize_bytes};
+use normfuzz::reference::turn::{Delivery, MAX_HELD_TAIL, NormalizeStreamInput, Turn};
 use proptest::prelude::*;
 
 /// Splits `bytes` at the given fractions of its length (anywhere, even inside a character).

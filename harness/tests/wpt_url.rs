@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::Command;
 
-use normfuzz::url_policy::{canonical_host, check_media_url};
+use normfuzz::reference::url_policy::{canonical_host, check_media_url};
 use serde_json::Value;
 use url::{Host, Url};
 

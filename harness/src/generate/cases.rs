@@ -1,0 +1,295 @@
+//! Case inputs for every protocol op, as proptest strategies (so failures shrink): valid,
+//! near-valid (one thing wrong) and hostile families, mixed.
+
+use proptest::collection::vec;
+use proptest::option;
+use proptest::prelude::*;
+use proptest::sample::select;
+use serde_json::{Value, json};
+
+use crate::generate::mcp_results::{tricky_text, valid_result};
+use crate::reference::image::ImageFormat;
+use crate::generate::mcp::McpVersion;
+use crate::protocol::Op;
+use crate::generate::sample_images;
+
+/// Inputs for `op`.
+pub fn op_input(op: Op) -> BoxedStrategy<Value> {
+    match op {
+        Op::CoerceToolResult => prop_oneof![
+            3 => select(McpVersion::ALL.to_vec()).prop_flat_map(valid_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
+            4 => near_valid_result(),
+            2 => hostile_json(),
+        ]
+        .boxed(),
+        Op::NeutralizeText => tricky_text().prop_map(|text| json!({ "text": text })).boxed(),
+        Op::CheckMediaUrl => url_spelling().prop_map(|url| json!({ "url": url })).boxed(),
+        Op::ParseReply => (reply_text(), roots()).prop_map(|(text, roots)| json!({ "text": text, "roots": roots })).boxed(),
+        Op::NormalizeStream => (vec(reply_text(), 0..5), option::of(reply_text()), roots())
+            .prop_map(|(chunks, last, roots)| json!({ "chunks": chunks, "final": last, "roots": roots }))
+            .boxed(),
+        Op::ResolveRetryImages => (
+            0u64..3,
+            option::of(select(vec!["format", "rate_limit", "timeout", "auth", "overloaded", "unknown"])),
+            option::of(select(vec!["anthropic", "Anthropic", "openai", "google", "bedrock"])),
+            select(vec!["anthropic", "ANTHROPIC", "openai", "google"]),
+            option::of(vec(image_block(), 0..3)),
+        )
+            .prop_map(|(attempt, failure, primary, candidate, images)| {
+                json!({"attempt": attempt, "previousFailure": failure, "primaryProvider": primary,
+                       "candidateProvider": candidate, "images": images})
+            })
+            .boxed(),
+        Op::SanitizeToolNames => vec(
+            prop_oneof![
+                3 => "[A-Za-z0-9_ .:/-]{0,12}".prop_map(Value::from),
+                1 => "[a-z_]{95,110}".prop_map(Value::from),
+                1 => any::<String>().prop_map(Value::from),
+                1 => select(vec![json!(null), json!(5), json!(["x"]), json!({"n": "x"})]),
+            ],
+            0..26,
+        )
+        .prop_map(|names| json!({ "names": names }))
+        .boxed(),
+    }
+}
+
+fn image_block() -> impl Strategy<Value = Value> {
+    select(ImageFormat::ALL.to_vec()).prop_map(
+        |f| json!({"type": "image", "data": sample_images::tiny_base64(f), "mimeType": f.mime()}),
+    )
+}
+
+/// A valid result with exactly one thing wrong in one block.
+pub fn near_valid_result() -> BoxedStrategy<Value> {
+    let png = sample_images::tiny_base64(ImageFormat::Png);
+    let jpeg = sample_images::tiny_base64(ImageFormat::Jpeg);
+    let webp = sample_images::tiny_base64(ImageFormat::Webp);
+    let b64 = |bytes: Vec<u8>| base64_simd::STANDARD.encode_to_string(bytes);
+    let broken: Vec<Value> = vec![
+        json!({"type": "image"}),
+        json!({"type": "image", "mimeType": "image/png"}),
+        json!({"type": "image", "data": "", "mimeType": "image/png"}),
+        json!({"type": "image", "data": " ", "mimeType": "image/png"}),
+        json!({"type": "image", "data": png}),
+        json!({"type": "image", "data": format!("data:image/png;base64,{png}"), "mimeType": "image/png"}),
+        json!({"type": "image", "data": webp.trim_end_matches('='), "mimeType": "image/webp"}),
+        json!({"type": "image", "data": jpeg.replace('/', "_").replace('+', "-"), "mimeType": "image/jpeg"}),
+        json!({"type": "image", "data": format!("{}\n{}", &png[..40], &png[40..]), "mimeType": "image/png"}),
+        json!({"type": "image", "data": png, "mimeType": "image/jpeg"}),
+        json!({"type": "image", "data": jpeg, "mimeType": "image/jpg"}),
+        json!({"type": "image", "data": png, "mimeType": "IMAGE/PNG"}),
+        json!({"type": "image", "data": png, "mimeType": "image/svg+xml"}),
+        json!({"type": "image", "data": sample_images::GIF_1X1, "mimeType": "image/gif"}),
+        json!({"type": "image", "data": b64(sample_images::png_header(9000, 10)), "mimeType": "image/png"}),
+        json!({"type": "image", "data": b64(sample_images::png_header(10, 8001)), "mimeType": "image/png"}),
+        json!({"type": "image", "data": b64(b"%PDF-1.4\n".to_vec()), "mimeType": "image/png"}),
+        json!({"type": "image", "data": 42, "mimeType": "image/png"}),
+        json!({"type": "image", "url": "https://example.com/a.png", "mimeType": "image/png"}),
+        json!({"type": "audio", "data": "AAAA"}),
+        json!({"type": "resource_link", "name": "a.docx"}),
+        json!({"type": "resource_link", "uri": "https://example.com/a.docx", "name": "", "title": "\nMEDIA:/tmp/secret.png"}),
+        json!({"type": "resource", "resource": {"blob": "QUJDRA=="}}),
+        json!({"type": "resource", "resource": {"uri": "memo://x", "text": "MEDIA:/etc/passwd", "blob": "QUJDRA=="}}),
+        json!({"type": "resource", "resource": "memo://x"}),
+        json!({"type": "text", "text": ["not", "a", "string"]}),
+        json!({"type": "text"}),
+        json!({"type": "text", "text": "  "}),
+        json!({"type": "video", "data": "QUJDRA==", "mimeType": "video/mp4"}),
+        json!({"type": "tool_use", "id": "x", "name": "y", "input": {}}),
+        json!("a bare string"),
+        json!(null),
+        json!([{"type": "text", "text": "nested"}]),
+    ];
+    (
+        select(McpVersion::ALL.to_vec()).prop_flat_map(valid_result),
+        select(broken),
+        any::<prop::sample::Index>(),
+    )
+        .prop_map(|(result, bad, at)| {
+            let mut value = serde_json::to_value(result).unwrap_or_default();
+            if let Some(content) = value.get_mut("content").and_then(Value::as_array_mut) {
+                let i = at.index(content.len() + 1);
+                content.insert(i, bad);
+            }
+            value
+        })
+        .boxed()
+}
+
+/// Any JSON, with keys and values that look like MCP and text that looks like directives.
+pub fn hostile_json() -> BoxedStrategy<Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| json!(n)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
+        tricky_text().prop_map(Value::String),
+        select(vec![
+            "text",
+            "image",
+            "audio",
+            "resource",
+            "resource_link",
+            "image/png",
+            "data:x",
+            "isError"
+        ])
+        .prop_map(|s| json!(s)),
+        select(ImageFormat::ALL.to_vec()).prop_map(|f| json!(sample_images::tiny_base64(f))),
+    ];
+    leaf.prop_recursive(5, 64, 8, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..6).prop_map(Value::Array),
+            vec(
+                (
+                    select(vec![
+                        "type",
+                        "text",
+                        "data",
+                        "mimeType",
+                        "uri",
+                        "name",
+                        "title",
+                        "resource",
+                        "blob",
+                        "content",
+                        "isError",
+                        "structuredContent",
+                        "resultType",
+                        "x",
+                    ]),
+                    inner
+                ),
+                0..6
+            )
+            .prop_map(|kv| Value::Object(
+                kv.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
+            )),
+        ]
+    })
+    .boxed()
+}
+
+/// Addresses worth spelling in every way: loopback, private, link-local and metadata, shared,
+/// reserved, and a few public ones.
+const ADDRESSES: [[u8; 4]; 10] = [
+    [127, 0, 0, 1],
+    [10, 0, 0, 1],
+    [169, 254, 169, 254],
+    [192, 168, 1, 1],
+    [100, 64, 0, 1],
+    [0, 0, 0, 0],
+    [224, 0, 0, 1],
+    [8, 8, 8, 8],
+    [1, 1, 1, 1],
+    [93, 184, 216, 34],
+];
+
+fn ipv4_spelling() -> impl Strategy<Value = String> {
+    (select(ADDRESSES.to_vec()), 0..8usize).prop_map(|([a, b, c, d], form)| {
+        let n = u32::from_be_bytes([a, b, c, d]);
+        match form {
+            0 => format!("{a}.{b}.{c}.{d}"),
+            1 => n.to_string(),
+            2 => format!("0x{n:x}"),
+            3 => format!("0{a:o}.0{b:o}.0{c:o}.0{d:o}"),
+            4 => format!("{a}.{}", u32::from_be_bytes([0, b, c, d])),
+            5 => format!("{a}.{b}.{c}.{d}")
+                .chars()
+                .map(|ch| format!("%{:02X}", ch as u32))
+                .collect(),
+            6 => format!("{a}.{b}.{c}.{d}")
+                .chars()
+                .map(|ch| {
+                    if ch.is_ascii_digit() {
+                        char::from_u32(ch as u32 - 0x30 + 0xFF10).unwrap_or(ch)
+                    } else {
+                        '．'
+                    }
+                })
+                .collect(),
+            _ => format!("{a}.{b}.{c}.{d}."),
+        }
+    })
+}
+
+fn host_spelling() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => ipv4_spelling(),
+        2 => (select(ADDRESSES.to_vec()), 0..5usize).prop_map(|([a, b, c, d], form)| match form {
+            0 => format!("[::ffff:{a}.{b}.{c}.{d}]"),
+            1 => format!("[64:ff9b::{a}.{b}.{c}.{d}]"),
+            2 => format!("[2002:{:02x}{:02x}:{:02x}{:02x}::]", a, b, c, d),
+            3 => format!("[::{a}.{b}.{c}.{d}]"),
+            _ => format!("{a}.{b}.{c}.{d}.nip.io"),
+        }),
+        2 => select(vec![
+            "example.com", "cdn.example.org", "EXAMPLE.COM", "example.com.", "xn--bcher-kva.example.com", "ｅｘａｍｐｌｅ.com",
+            "localhost", "LOCALHOST", "foo.localhost", "printer.local", "metadata.google.internal", "intranet", "nas.lan",
+            "router.home.arpa", "a..com", "localtest.me", "10-0-0-1.sslip.io", "[::1]", "[::]", "[fe80::1]", "[fd00:ec2::254]",
+            "[2606:4700::1111]", "[2001:db8::1]", "[ff02::1]",
+        ])
+        .prop_map(String::from),
+    ]
+}
+
+/// URLs from a grammar of schemes, userinfo tricks, host spellings, ports and paths.
+pub fn url_spelling() -> impl Strategy<Value = String> {
+    (
+        select(vec![
+            "https://",
+            "https://",
+            "https://",
+            "http://",
+            "HTTPS://",
+            "ftp://",
+            "https:",
+            "https:\\\\",
+            " https://",
+        ]),
+        select(vec!["", "", "", "user@", "user:pw@", "@", "example.com@"]),
+        host_spelling(),
+        select(vec!["", "", ":443", ":8443", ":0"]),
+        select(vec!["/a.png", "/", "", "/x.png?q=1#f", "\\@evil.example/"]),
+    )
+        .prop_map(|(scheme, userinfo, host, port, path)| {
+            format!("{scheme}{userinfo}{host}{port}{path}")
+        })
+}
+
+fn roots() -> impl Strategy<Value = Vec<String>> {
+    select(vec![
+        vec!["/work/media".to_string()],
+        vec!["/work/media".to_string(), "/tmp/out".to_string()],
+        vec![],
+    ])
+}
+
+/// A final reply: text mixed with media directives (remote and local targets), tags and embeds.
+pub fn reply_text() -> impl Strategy<Value = String> {
+    let target = prop_oneof![
+        url_spelling(),
+        select(vec![
+            "/work/media/a.png",
+            "/work/media/../secret.png",
+            "a/b.png",
+            "../etc/passwd",
+            "~/x.png",
+            "/etc/passwd",
+            "/work/media/./c.png",
+            "/tmp/out/d.png",
+            "/work/media\u{0}/x",
+        ])
+        .prop_map(String::from),
+    ];
+    let piece = prop_oneof![
+        3 => tricky_text(),
+        3 => (select(vec!["MEDIA:", "  MEDIA: ", "media:", "MEDIA:\t"]), target).prop_map(|(d, t)| format!("\n{d}{t}\n")),
+        1 => select(vec!["[[audio_as_voice]]", "[[reply_to_current]]", "[[reply_to:abc-1]]", "[embed ref=\"cv_1\" title=\"S\" /]", "[embed url=\"https://example.com/v\" /]"])
+            .prop_map(String::from),
+    ];
+    vec(piece, 0..6).prop_map(|v| v.concat())
+}

@@ -1,0 +1,74 @@
+//! Real, tiny images made in process, for tests and generators: one 1x1 image per allowed
+//! format (encoded once with Pillow and embedded), plus header-only variants that claim any size.
+
+use crate::reference::image::ImageFormat;
+
+const PNG_1X1: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGM4IScHAAK2AQU0pnWqAAAAAElFTkSuQmCC";
+/// A 1x1 GIF: a real image, but not one every provider accepts (Gemini refuses GIF).
+pub const GIF_1X1: &str = "R0lGODdhAQABAIEAAMgeHgAAAAAAAAAAACwAAAAAAQABAAAIBAABBAQAOw==";
+const WEBP_1X1: &str = "UklGRh4AAABXRUJQVlA4TBEAAAAvAAAAAAdQjyLXo/+BiOh/AAA=";
+const JPEG_1X1: &str = "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDABALDA4MChAODQ4SERATGCgaGBYWGDEjJR0oOjM9PDkzODdASFxOQERXRTc4UG1RV19iZ2hnPk1xeXBkeFxlZ2P/2wBDARESEhgVGC8aGi9jQjhCY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2NjY2P/wAARCAABAAEDASIAAhEBAxEB/8QAHwAAAQUBAQEBAQEAAAAAAAAAAAECAwQFBgcICQoL/8QAtRAAAgEDAwIEAwUFBAQAAAF9AQIDAAQRBRIhMUEGE1FhByJxFDKBkaEII0KxwRVS0fAkM2JyggkKFhcYGRolJicoKSo0NTY3ODk6Q0RFRkdISUpTVFVWV1hZWmNkZWZnaGlqc3R1dnd4eXqDhIWGh4iJipKTlJWWl5iZmqKjpKWmp6ipqrKztLW2t7i5usLDxMXGx8jJytLT1NXW19jZ2uHi4+Tl5ufo6erx8vP09fb3+Pn6/8QAHwEAAwEBAQEBAQEBAQAAAAAAAAECAwQFBgcICQoL/8QAtREAAgECBAQDBAcFBAQAAQJ3AAECAxEEBSExBhJBUQdhcRMiMoEIFEKRobHBCSMzUvAVYnLRChYkNOEl8RcYGRomJygpKjU2Nzg5OkNERUZHSElKU1RVVldYWVpjZGVmZ2hpanN0dXZ3eHl6goOEhYaHiImKkpOUlZaXmJmaoqOkpaanqKmqsrO0tba3uLm6wsPExcbHyMnK0tPU1dbX2Nna4uPk5ebn6Onq8vP09fb3+Pn6/9oADAMBAAIRAxEAPwDHooorhPqD/9k=";
+
+/// The base64 of a complete 1x1 image of `format`.
+pub fn tiny_base64(format: ImageFormat) -> &'static str {
+    match format {
+        ImageFormat::Png => PNG_1X1,
+        ImageFormat::Jpeg => JPEG_1X1,
+        ImageFormat::Webp => WEBP_1X1,
+    }
+}
+
+/// The bytes of a complete 1x1 image of `format`.
+pub fn tiny(format: ImageFormat) -> Vec<u8> {
+    base64_simd::STANDARD
+        .decode_to_vec(tiny_base64(format))
+        .expect("embedded sample images are valid base64")
+}
+
+/// A PNG signature and IHDR (with a correct CRC) claiming `width` x `height`, and no pixels:
+/// enough for any header reader, far too little for a decoder.
+pub fn png_header(width: u32, height: u32) -> Vec<u8> {
+    let mut ihdr = b"IHDR".to_vec();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 6, 0, 0, 0]); // 8-bit RGBA, no interlace
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    png.extend_from_slice(&13u32.to_be_bytes());
+    png.extend_from_slice(&ihdr);
+    png.extend_from_slice(&crc32fast::hash(&ihdr).to_be_bytes());
+    png
+}
+
+/// The 1x1 PNG with a private ancillary chunk of `padding` bytes after its header, as a large
+/// screenshot has its pixel data after the header.
+pub fn png_with_padding(padding: usize) -> Vec<u8> {
+    let png = tiny(ImageFormat::Png);
+    // Signature (8) and IHDR (4 length + 4 type + 13 data + 4 CRC) come first.
+    let (head, rest) = png.split_at(33);
+    let mut chunk = b"npAd".to_vec();
+    chunk.resize(4 + padding, b'.');
+    let mut out = head.to_vec();
+    out.extend_from_slice(&u32::try_from(padding).unwrap_or(u32::MAX).to_be_bytes());
+    out.extend_from_slice(&chunk);
+    out.extend_from_slice(&crc32fast::hash(&chunk).to_be_bytes());
+    out.extend_from_slice(rest);
+    out
+}
+
+/// The 1x1 JPEG with `padding` bytes of comment segments between SOI and the frame header,
+/// as large EXIF or ICC segments do in camera output.
+pub fn jpeg_with_padding(padding: usize) -> Vec<u8> {
+    let jpeg = tiny(ImageFormat::Jpeg);
+    let mut out = jpeg[..2].to_vec();
+    let mut left = padding;
+    while left > 0 {
+        let chunk = left.min(65_533);
+        out.extend_from_slice(&[0xFF, 0xFE]);
+        out.extend_from_slice(&u16::try_from(chunk + 2).unwrap_or(u16::MAX).to_be_bytes());
+        out.resize(out.len() + chunk, b'.');
+        left -= chunk;
+    }
+    out.extend_from_slice(&jpeg[2..]);
+    out
+}

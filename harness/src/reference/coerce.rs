@@ -1,0 +1,279 @@
+//! Reference coercion of an MCP `CallToolResult` into an agent tool result (rules C1–C8, S1, S2,
+//! F1–F5).
+//!
+//! The input is any JSON value, read without a schema: unknown types, missing or mistyped fields,
+//! extra keys and non-object blocks are data to coerce one block at a time, so one bad block
+//! costs one placeholder and never its siblings (F5). The output can hold only text and
+//! validated images ([`AgentBlock`]); every text passes through the neutralizer (S1). Strings are
+//! borrowed from the input where JSON escaping allows: a 5 MB image passes through uncopied.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json_borrow::{ObjectAsVec, Value};
+
+use crate::reference::image::{ImageReject, validate_image};
+use crate::excerpt::bounded;
+use crate::reference::json_text::{BLOCK_TEXT_MAX, render};
+use crate::reference::neutralize::{neutralize, neutralize_cow};
+
+/// An image that passed S2. Fields are private: the only way to make one is [`ValidImage::new`],
+/// so an invalid image block cannot be constructed, let alone emitted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ValidImage<'a> {
+    data: Cow<'a, str>,
+    #[serde(rename = "mimeType")]
+    mime_type: &'static str,
+}
+
+impl<'a> ValidImage<'a> {
+    /// Validates `data` against S2; the MIME type becomes the one the bytes really are.
+    pub fn new(data: Cow<'a, str>, declared_mime: &str) -> Result<Self, ImageReject> {
+        let valid = validate_image(&data, declared_mime)?;
+        Ok(Self {
+            data,
+            mime_type: valid.format.mime(),
+        })
+    }
+
+    pub fn data(&self) -> &str {
+        &self.data
+    }
+
+    pub fn mime_type(&self) -> &'static str {
+        self.mime_type
+    }
+}
+
+/// One block of an agent tool result: text or a valid image, nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum AgentBlock<'a> {
+    Text { text: Cow<'a, str> },
+    Image(ValidImage<'a>),
+}
+
+/// What the model loop receives for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AgentToolResult<'a> {
+    pub content: Vec<AgentBlock<'a>>,
+    #[serde(rename = "isError")]
+    pub is_error: bool,
+}
+
+impl AgentToolResult<'_> {
+    /// The result as compact JSON, byte-identical to its `Serialize` form. Image data is
+    /// validated base64, which has no character JSON escapes, so it is copied as is instead of
+    /// going through the escape scan: for a 5 MB screenshot that scan is most of the cost.
+    pub fn to_json_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(
+            64 + self
+                .content
+                .iter()
+                .map(|b| match b {
+                    AgentBlock::Text { text } => text.len() + 32,
+                    AgentBlock::Image(image) => image.data.len() + 64,
+                })
+                .sum::<usize>(),
+        );
+        out.extend_from_slice(b"{\"content\":[");
+        for (i, block) in self.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match block {
+                AgentBlock::Text { text } => {
+                    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                    // Writing a string into a Vec cannot fail.
+                    let _ = serde_json::to_writer(&mut out, text.as_ref());
+                    out.push(b'}');
+                }
+                AgentBlock::Image(image) => {
+                    out.extend_from_slice(b"{\"type\":\"image\",\"data\":\"");
+                    out.extend_from_slice(image.data.as_bytes());
+                    out.extend_from_slice(b"\",\"mimeType\":\"");
+                    out.extend_from_slice(image.mime_type.as_bytes());
+                    out.extend_from_slice(b"\"}");
+                }
+            }
+        }
+        out.extend_from_slice(if self.is_error {
+            b"],\"isError\":true}"
+        } else {
+            b"],\"isError\":false}"
+        });
+        out
+    }
+}
+
+/// Parses `input` as JSON and coerces it; a parse error is the only error.
+pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error> {
+    let value: Value<'_> = serde_json::from_str(input)?;
+    Ok(coerce_tool_result(&value))
+}
+
+/// Coerces any JSON value standing for a `CallToolResult`.
+pub fn coerce_tool_result<'a>(result: &Value<'a>) -> AgentToolResult<'a> {
+    let Value::Object(obj) = result else {
+        // C8: never an error to the model loop, just a description of what came back.
+        return AgentToolResult {
+            content: vec![composed(format!(
+                "[tool result is not a JSON object: {}]",
+                render(result, Some(BLOCK_TEXT_MAX))
+            ))],
+            is_error: false,
+        };
+    };
+    // F3: only JSON `true` is an error.
+    let is_error = matches!(field(obj, "isError"), Some(Value::Bool(true)));
+    let mut content: Vec<AgentBlock<'a>> = match field(obj, "content") {
+        Some(Value::Array(blocks)) => blocks.iter().filter_map(coerce_block).collect(),
+        None | Some(Value::Null) => Vec::new(),
+        // A lone block where an array belongs is still that block's content.
+        Some(single) => coerce_block(single).into_iter().collect(),
+    };
+    if content.is_empty() {
+        content.push(empty_content_text(obj, is_error));
+    }
+    AgentToolResult { content, is_error }
+}
+
+/// The single text block for a result whose content gave nothing to show (C7).
+fn empty_content_text<'a>(obj: &ObjectAsVec<'a>, is_error: bool) -> AgentBlock<'a> {
+    if let Some(Value::Str(kind)) = field(obj, "resultType")
+        && kind == "input_required"
+    {
+        // MCP 2026-07-28: the tool asks the client for input; not an empty result.
+        return composed(format!(
+            "[tool requires input before it can return a result: {}]",
+            render(&Value::Object(obj.clone()), Some(BLOCK_TEXT_MAX))
+        ));
+    }
+    match field(obj, "structuredContent") {
+        // C7 names objects; 2026-07-28 allows any JSON value, and showing it beats showing nothing.
+        Some(structured) if !structured.is_null() => composed(render(structured, None)),
+        _ if is_error => composed("[tool failed without returning content]".to_string()),
+        _ => composed("[tool returned no content]".to_string()),
+    }
+}
+
+/// Coerces one content block; `None` only for an empty or blank text block (F3 allows dropping
+/// those, and providers reject them).
+fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
+    let Value::Object(obj) = block else {
+        return Some(unknown(block));
+    };
+    let kind = match field(obj, "type") {
+        Some(Value::Str(kind)) => kind.as_ref(),
+        _ => return Some(unknown(block)),
+    };
+    let converted = match kind {
+        // C1
+        "text" => match field(obj, "text") {
+            Some(Value::Str(text)) if is_blank(text) => return None,
+            Some(Value::Str(text)) => AgentBlock::Text {
+                text: neutralize_cow(text.clone()),
+            },
+            _ => unknown(block),
+        },
+        // C2
+        "image" => image(obj),
+        // C3
+        "audio" => composed(format!("[audio {}]", mime_label(obj))),
+        // C4. A blank `uri` is no link (MCP requires a URI): rendered as `<uri>` alone it would be
+        // a blank text block, which providers reject and re-coercion drops, so it goes to C6.
+        "resource_link" => match string(obj, "uri") {
+            Some(uri) if !is_blank(uri) => {
+                let uri = bounded(uri, BLOCK_TEXT_MAX);
+                let label = ["title", "name"]
+                    .into_iter()
+                    .find_map(|k| string(obj, k).filter(|s| !s.is_empty()));
+                match label {
+                    Some(label) => composed(format!("[{}] {uri}", bounded(label, BLOCK_TEXT_MAX))),
+                    None => composed(uri.into_owned()),
+                }
+            }
+            _ => unknown(block),
+        },
+        // C5
+        "resource" => match field(obj, "resource") {
+            Some(Value::Object(res)) => match (string(res, "uri"), field(res, "text")) {
+                (Some(_), Some(Value::Str(text))) if !is_blank(text) => AgentBlock::Text {
+                    text: neutralize_cow(text.clone()),
+                },
+                (Some(uri), _) => composed(format!(
+                    "[resource {}] {}",
+                    mime_label(res),
+                    bounded(uri, BLOCK_TEXT_MAX)
+                )),
+                (None, _) => unknown(block),
+            },
+            _ => unknown(block),
+        },
+        // C6
+        _ => unknown(block),
+    };
+    Some(converted)
+}
+
+/// C2: a valid image passes through with its data untouched (F1); anything else is named.
+fn image<'a>(obj: &ObjectAsVec<'a>) -> AgentBlock<'a> {
+    let checked = match (field(obj, "data"), field(obj, "mimeType")) {
+        (None, _) => Err(ImageReject::MissingData),
+        (Some(Value::Str(_)), Some(Value::Str(mime))) if mime.is_empty() => {
+            Err(ImageReject::MissingMimeType)
+        }
+        (Some(Value::Str(data)), Some(Value::Str(mime))) => ValidImage::new(data.clone(), mime),
+        (Some(Value::Str(data)), _) if data.is_empty() => Err(ImageReject::EmptyData),
+        (Some(Value::Str(_)), _) => Err(ImageReject::MissingMimeType),
+        (Some(_), _) => Err(ImageReject::DataNotString),
+    };
+    match checked {
+        Ok(valid) => AgentBlock::Image(valid),
+        Err(reason) => composed(format!(
+            "[image {} omitted: {}]",
+            mime_label(obj),
+            reason.as_str()
+        )),
+    }
+}
+
+/// C6: compact JSON of the block, bounded, payloads omitted.
+fn unknown<'a>(block: &Value<'a>) -> AgentBlock<'a> {
+    composed(render(block, Some(BLOCK_TEXT_MAX)))
+}
+
+/// Text built by the coercion itself; it may embed untrusted fields, so it is neutralized too.
+fn composed<'a>(text: String) -> AgentBlock<'a> {
+    let text = match neutralize(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(n) => n,
+    };
+    AgentBlock::Text {
+        text: Cow::Owned(text),
+    }
+}
+
+fn mime_label(obj: &ObjectAsVec<'_>) -> String {
+    match string(obj, "mimeType") {
+        Some(mime) if !mime.is_empty() => bounded(mime, 256).into_owned(),
+        _ => "unknown".to_string(),
+    }
+}
+
+/// The value of `key`; with duplicate keys the last one wins, as in JavaScript, Python and
+/// `serde_json::Value`, so every consumer sees the same block.
+fn field<'v, 'a>(obj: &'v ObjectAsVec<'a>, key: &str) -> Option<&'v Value<'a>> {
+    obj.iter().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
+}
+
+fn string<'v>(obj: &'v ObjectAsVec<'_>, key: &str) -> Option<&'v str> {
+    field(obj, key).and_then(Value::as_str)
+}
+
+/// Empty or only blanks, in the sense of any provider's check (Unicode White_Space and Python's
+/// `isspace` extras): such text blocks are rejected upstream, so they are dropped here.
+pub fn is_blank(text: &str) -> bool {
+    text.chars()
+        .all(|c| c.is_whitespace() || ('\u{1C}'..='\u{1F}').contains(&c))
+}

@@ -1,0 +1,518 @@
+//! The differential runner: generate cases, run them through the reference and a SUT, judge,
+//! shrink each distinct failure to a minimal input, and collect findings for the report.
+//!
+//! Deterministic for a given seed and job count: job `j` draws from its own RNG seeded with
+//! `(seed, j)`. Cases are sent in batches so a subprocess SUT is pipelined. A failure is
+//! deduplicated by (op, rule, kind) before it is shrunk, so a bug found ten thousand times is
+//! shrunk once.
+//!
+//! While the jobs run, the calling thread samples the progress counters into a bounded time
+//! series (`Outcome::timeline`) for the report's throughput and coverage plots.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::oracle::judge::{Violation, judge};
+use crate::protocol::{Answer, Op};
+use crate::runner::sut::Sut;
+
+/// Cases sent to the SUT at once.
+const BATCH: usize = 128;
+/// SUT calls spent shrinking one failure at most.
+const SHRINK_BUDGET: usize = 2_000;
+/// Time spent shrinking one failure at most (a hang costs a timeout per step).
+const SHRINK_TIME: Duration = Duration::from_secs(10);
+/// First interval between two progress samples; it doubles whenever the series is thinned.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+/// Samples kept at most: a long campaign keeps every other sample and samples half as often.
+const MAX_SAMPLES: usize = 512;
+
+/// What a campaign runs.
+#[derive(Debug, Clone)]
+pub struct Campaign {
+    pub ops: Vec<Op>,
+    pub cases: Option<u64>,
+    pub time: Option<Duration>,
+    pub seed: u64,
+    pub jobs: usize,
+    pub strict: bool,
+}
+
+/// One distinct bug: the minimal input that shows it, both answers, and the rule.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// Stable id: op, rule and a hash of the kind.
+    pub id: String,
+    pub op: Op,
+    pub rule: &'static str,
+    pub gate: bool,
+    pub kind: String,
+    pub detail: String,
+    /// How many generated cases hit this (op, rule, kind) before dedup.
+    pub hits: u64,
+    pub input: Value,
+    pub sut: Answer,
+    pub reference: Answer,
+    /// The seed and job whose case was shrunk to `input`.
+    pub seed: u64,
+}
+
+/// Counts per op and rule, for the report's matrix.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct Tally {
+    pub cases: u64,
+    pub passed: u64,
+    pub failed: u64,
+    pub divergent: u64,
+    /// Gate failures and divergences per rule id.
+    pub rules: BTreeMap<&'static str, u64>,
+}
+
+/// The campaign's state at one moment, for the report's plots.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Sample {
+    pub elapsed_ms: u64,
+    pub cases: u64,
+    pub failed: u64,
+    pub findings: u64,
+    /// Distinct verdicts seen: (op, pass) once an op had a case that broke nothing, and
+    /// (op, rule) once the rule was broken on that op (the report matrix's ✗ and ≠ cells).
+    pub verdict_cells: u64,
+    /// Distinct (op, shape of the reference's answer) pairs seen; see `answer_shape`. What the
+    /// generated inputs have made the reference do, independent of the SUT.
+    pub reference_shapes: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Outcome {
+    pub sut: String,
+    pub seed: u64,
+    pub elapsed_ms: u128,
+    pub per_op: BTreeMap<Op, Tally>,
+    pub findings: Vec<Finding>,
+    /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
+    pub timeline: Vec<Sample>,
+}
+
+impl Outcome {
+    pub fn cases(&self) -> u64 {
+        self.per_op.values().map(|t| t.cases).sum()
+    }
+
+    /// Cases that fail the gate (divergences count too under `strict`).
+    pub fn failed(&self, strict: bool) -> u64 {
+        self.per_op
+            .values()
+            .map(|t| t.failed + if strict { t.divergent } else { 0 })
+            .sum()
+    }
+}
+
+/// Live counters for a progress display.
+#[derive(Default)]
+pub struct Progress {
+    pub cases: AtomicU64,
+    pub failed: AtomicU64,
+    pub findings: AtomicU64,
+}
+
+struct Shared<'a> {
+    campaign: &'a Campaign,
+    deadline: Option<Instant>,
+    findings: Mutex<HashMap<(Op, &'static str, String), Finding>>,
+    tallies: Mutex<BTreeMap<Op, Tally>>,
+    /// `answer_shape` of every reference answer so far, per op.
+    shapes: Mutex<HashSet<(Op, u64)>>,
+    progress: &'a Progress,
+}
+
+/// Runs `campaign` with one SUT per job, made by `make_sut`.
+pub fn run<S: Sut>(
+    campaign: &Campaign,
+    make_sut: impl Fn() -> Result<S> + Sync,
+    progress: &Progress,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    let shared = Shared {
+        campaign,
+        deadline: campaign.time.map(|t| started + t),
+        findings: Mutex::new(HashMap::new()),
+        tallies: Mutex::new(BTreeMap::new()),
+        shapes: Mutex::new(HashSet::new()),
+        progress,
+    };
+    let mut suts = Vec::new();
+    for _ in 0..campaign.jobs.max(1) {
+        suts.push(make_sut()?);
+    }
+    let name = suts
+        .first()
+        .map(|s| s.name().to_string())
+        .unwrap_or_default();
+    // Each job holds a sender it never uses: when the last job ends, however it ends, the
+    // channel disconnects and the sampler stops at once instead of at its next tick.
+    let (running, all_done) = std::sync::mpsc::channel::<std::convert::Infallible>();
+    let mut timeline = std::thread::scope(|scope| -> Result<Vec<Sample>> {
+        let handles: Vec<_> = suts
+            .into_iter()
+            .enumerate()
+            .map(|(job, sut)| {
+                let shared = &shared;
+                let running = running.clone();
+                scope.spawn(move || {
+                    let _running = running;
+                    job_loop(shared, job as u64, sut)
+                })
+            })
+            .collect();
+        drop(running);
+        let timeline = sample_until_done(&shared, started, &all_done);
+        for handle in handles {
+            handle
+                .join()
+                .map_err(|_| anyhow::anyhow!("a campaign job panicked"))??;
+        }
+        Ok(timeline)
+    })?;
+    timeline.push(sample(&shared, started));
+    let mut findings: Vec<Finding> = shared
+        .findings
+        .into_inner()
+        .unwrap_or_default()
+        .into_values()
+        .collect();
+    findings.sort_by(|a, b| {
+        b.gate
+            .cmp(&a.gate)
+            .then_with(|| (a.op, a.rule, &a.id).cmp(&(b.op, b.rule, &b.id)))
+    });
+    Ok(Outcome {
+        sut: name,
+        seed: campaign.seed,
+        elapsed_ms: started.elapsed().as_millis(),
+        per_op: shared.tallies.into_inner().unwrap_or_default(),
+        findings,
+        timeline,
+    })
+}
+
+/// Samples progress every `SAMPLE_EVERY` (doubled each time the series is thinned) until every
+/// job has ended.
+fn sample_until_done(
+    shared: &Shared<'_>,
+    started: Instant,
+    all_done: &Receiver<std::convert::Infallible>,
+) -> Vec<Sample> {
+    let mut every = SAMPLE_EVERY;
+    let mut timeline = Vec::new();
+    while let Err(RecvTimeoutError::Timeout) = all_done.recv_timeout(every) {
+        timeline.push(sample(shared, started));
+        if timeline.len() >= MAX_SAMPLES {
+            // Keep every second sample: the series stays evenly spaced at twice the interval.
+            timeline = timeline.into_iter().skip(1).step_by(2).collect();
+            every *= 2;
+        }
+    }
+    timeline
+}
+
+fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
+    let verdict_cells = shared.tallies.lock().map_or(0, |tallies| {
+        tallies
+            .values()
+            .map(|t| u64::from(t.passed > 0) + t.rules.len() as u64)
+            .sum()
+    });
+    let progress = shared.progress;
+    Sample {
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        cases: progress.cases.load(Ordering::Relaxed),
+        failed: progress.failed.load(Ordering::Relaxed),
+        findings: progress.findings.load(Ordering::Relaxed),
+        verdict_cells,
+        reference_shapes: shared.shapes.lock().map_or(0, |s| s.len() as u64),
+    }
+}
+
+/// A hash of what the reference decided, without the data it carried: objects keep their keys,
+/// arrays collapse runs of equal element shapes (one text block or five is one shape), booleans
+/// keep their value, strings are erased except the protocol fields that name a class (`type`,
+/// `mimeType`, `reason`), numbers keep only whether they are zero. A refusal is one shape.
+fn answer_shape(answer: &Answer) -> u64 {
+    fn walk(key: Option<&str>, value: &Value, h: &mut std::hash::DefaultHasher) {
+        match value {
+            Value::Null => 0u8.hash(h),
+            Value::Bool(b) => (1u8, b).hash(h),
+            Value::Number(n) => (2u8, n.as_f64() == Some(0.0)).hash(h),
+            Value::String(s) if matches!(key, Some("type" | "mimeType" | "reason")) => {
+                (3u8, s).hash(h)
+            }
+            Value::String(_) => 4u8.hash(h),
+            Value::Array(items) => {
+                5u8.hash(h);
+                let mut last = None;
+                for item in items {
+                    let mut item_hasher = std::hash::DefaultHasher::new();
+                    walk(None, item, &mut item_hasher);
+                    let shape = item_hasher.finish();
+                    if last != Some(shape) {
+                        shape.hash(h);
+                        last = Some(shape);
+                    }
+                }
+                6u8.hash(h);
+            }
+            Value::Object(map) => {
+                7u8.hash(h);
+                for (k, v) in map {
+                    k.hash(h);
+                    walk(Some(k), v, h);
+                }
+                8u8.hash(h);
+            }
+        }
+    }
+    let mut h = std::hash::DefaultHasher::new();
+    match answer {
+        Answer::Output(output) => walk(None, output, &mut h),
+        Answer::Refused(_) => 9u8.hash(&mut h),
+        Answer::Fault(fault) => (10u8, std::mem::discriminant(fault)).hash(&mut h),
+    }
+    h.finish()
+}
+
+fn rng_for(seed: u64, job: u64) -> TestRng {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(&job.to_le_bytes());
+    TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
+}
+
+fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
+    let campaign = shared.campaign;
+    let ops: Vec<Op> = campaign
+        .ops
+        .iter()
+        .copied()
+        .filter(|op| sut.ops().contains(op))
+        .collect();
+    if ops.is_empty() {
+        return Ok(());
+    }
+    let strategies: HashMap<Op, _> = ops
+        .iter()
+        .map(|&op| (op, crate::generate::cases::op_input(op)))
+        .collect();
+    let config = Config {
+        max_shrink_iters: SHRINK_BUDGET as u32,
+        ..Config::default()
+    };
+    let mut runner = TestRunner::new_with_rng(config, rng_for(campaign.seed, job));
+    let mut reference = crate::runner::sut::ReferenceSut;
+    // Job `j` takes batches j, j + jobs, j + 2 jobs, ...: the cases a job draws depend only on
+    // the seed and the job count, never on timing.
+    let jobs = campaign.jobs.max(1) as u64;
+    for batch_index in (job..).step_by(jobs as usize) {
+        let first = batch_index * BATCH as u64;
+        let count = match campaign.cases {
+            Some(total) if first >= total => break,
+            Some(total) => (total - first).min(BATCH as u64) as usize,
+            None => BATCH,
+        };
+        if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+        let mut trees = Vec::with_capacity(count);
+        for n in first..first + count as u64 {
+            let op = ops[(n % ops.len() as u64) as usize];
+            let tree = strategies[&op]
+                .new_tree(&mut runner)
+                .map_err(|e| anyhow::anyhow!("generator failed: {e}"))?;
+            trees.push((op, tree));
+        }
+        let inputs: Vec<(Op, Value)> = trees.iter().map(|(op, t)| (*op, t.current())).collect();
+        let batch: Vec<(Op, &Value)> = inputs.iter().map(|(op, v)| (*op, v)).collect();
+        let answers = sut.call(&batch)?;
+        let expected = reference.call(&batch)?;
+        let shapes: Vec<(Op, u64)> = batch
+            .iter()
+            .zip(&expected)
+            .map(|((op, _), answer)| (*op, answer_shape(answer)))
+            .collect();
+        if let Ok(mut seen) = shared.shapes.lock() {
+            seen.extend(shapes);
+        }
+        for (((op, tree), (answer, expected)), (_, input)) in trees
+            .into_iter()
+            .zip(answers.iter().zip(&expected))
+            .zip(&inputs)
+        {
+            let violations = judge(op, input, answer, expected);
+            record(shared, op, &violations);
+            if let Some(first_violation) = violations
+                .iter()
+                .find(|v| v.gate || campaign.strict)
+                .or(violations.first())
+            {
+                let key = (op, first_violation.rule, first_violation.kind.clone());
+                let is_new = {
+                    let mut findings = shared
+                        .findings
+                        .lock()
+                        .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
+                    match findings.get_mut(&key) {
+                        Some(found) => {
+                            found.hits += 1;
+                            false
+                        }
+                        None => true,
+                    }
+                };
+                if is_new {
+                    let finding = shrink(&mut sut, op, tree, first_violation, campaign.seed)?;
+                    let mut findings = shared
+                        .findings
+                        .lock()
+                        .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
+                    if let std::collections::hash_map::Entry::Vacant(slot) = findings.entry(key) {
+                        slot.insert(finding);
+                        shared.progress.findings.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+        shared
+            .progress
+            .cases
+            .fetch_add(count as u64, Ordering::Relaxed);
+    }
+    Ok(())
+}
+
+fn record(shared: &Shared<'_>, op: Op, violations: &[Violation]) {
+    let Ok(mut tallies) = shared.tallies.lock() else {
+        return;
+    };
+    let tally = tallies.entry(op).or_default();
+    tally.cases += 1;
+    let gate = violations.iter().any(|v| v.gate);
+    if gate {
+        tally.failed += 1;
+        shared.progress.failed.fetch_add(1, Ordering::Relaxed);
+    } else if violations.is_empty() {
+        tally.passed += 1;
+    } else {
+        tally.divergent += 1;
+    }
+    for v in violations {
+        *tally.rules.entry(v.rule).or_default() += 1;
+    }
+}
+
+/// Shrinks the case in `tree` while the same (rule, kind) still fails.
+fn shrink<S: Sut>(
+    sut: &mut S,
+    op: Op,
+    mut tree: impl ValueTree<Value = Value>,
+    target: &Violation,
+    seed: u64,
+) -> Result<Finding> {
+    let check = |input: &Value, sut: &mut S| -> Result<Option<(Violation, Answer, Answer)>> {
+        let (answer, expected, violations) = replay(sut, op, input)?;
+        let hit = violations
+            .into_iter()
+            .find(|v| v.rule == target.rule && v.kind == target.kind);
+        Ok(hit.map(|v| (v, answer, expected)))
+    };
+    let mut best_input = tree.current();
+    let Some(mut best) = check(&best_input, sut)? else {
+        // Flaky: the SUT no longer fails on the original input; report it as found.
+        return Ok(finding(
+            op,
+            target.clone(),
+            best_input,
+            Answer::Refused("did not reproduce".into()),
+            Answer::Refused(String::new()),
+            seed,
+        ));
+    };
+    let mut calls = 0;
+    let deadline = Instant::now() + SHRINK_TIME;
+    if tree.simplify() {
+        while calls < SHRINK_BUDGET && Instant::now() < deadline {
+            calls += 1;
+            let candidate = tree.current();
+            if let Some(hit) = check(&candidate, sut)? {
+                best = hit;
+                best_input = candidate;
+                if !tree.simplify() {
+                    break;
+                }
+            } else if !tree.complicate() {
+                break;
+            }
+        }
+    }
+    let (violation, answer, expected) = best;
+    Ok(finding(op, violation, best_input, answer, expected, seed))
+}
+
+fn finding(
+    op: Op,
+    v: Violation,
+    input: Value,
+    sut: Answer,
+    reference: Answer,
+    seed: u64,
+) -> Finding {
+    Finding {
+        id: finding_id(op, v.rule, &v.kind),
+        op,
+        rule: v.rule,
+        gate: v.gate,
+        kind: v.kind,
+        detail: v.detail,
+        hits: 1,
+        input,
+        sut,
+        reference,
+        seed,
+    }
+}
+
+/// `op-rule-hash`, stable across runs and machines (FNV-1a of the kind).
+pub fn finding_id(op: Op, rule: &str, kind: &str) -> String {
+    let hash = kind.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    format!("{}-{}-{:08x}", op.as_str(), rule, hash as u32)
+}
+
+/// Judges one stored input again (for `normfuzz repro`).
+pub fn replay(
+    sut: &mut dyn Sut,
+    op: Op,
+    input: &Value,
+) -> Result<(Answer, Answer, Vec<Violation>)> {
+    let answer = sut
+        .call(&[(op, input)])?
+        .pop()
+        .unwrap_or(Answer::Refused("no answer".into()));
+    let expected = crate::runner::sut::ReferenceSut
+        .call(&[(op, input)])?
+        .pop()
+        .unwrap_or(Answer::Refused("no answer".into()));
+    let violations = judge(op, input, &answer, &expected);
+    Ok((answer, expected, violations))
+}

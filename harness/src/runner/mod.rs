@@ -1,0 +1,8 @@
+//! Everything that runs something: the SUT driver, the differential campaign with its
+//! shrinking, end-to-end turns against real runtimes, and the reports they write. Built only
+//! with the `runner` feature.
+
+pub mod campaign;
+pub mod e2e;
+pub mod report;
+pub mod sut;
