@@ -36,8 +36,8 @@ pub use verdict::{Provider, Verdict};
 pub fn validate(provider: Provider, body: &[u8]) -> Verdict {
     let checked = match provider {
         Provider::Anthropic => providers::anthropic::validate(body),
-        Provider::OpenAiChat => providers::openai::validate_chat(body),
-        Provider::OpenAiResponses => providers::openai::validate_responses(body),
+        Provider::OpenAiChat => providers::openai_chat::validate(body),
+        Provider::OpenAiResponses => providers::openai_responses::validate(body),
         Provider::Gemini => providers::gemini::validate(body),
         Provider::Bedrock => providers::bedrock::validate(body),
         Provider::Ollama => providers::ollama::validate(body),

@@ -10,7 +10,7 @@
 //! connection it belongs to.
 
 use crate::capture::Capture;
-use crate::providers::{anthropic, bedrock, gemini, ollama, openai};
+use crate::providers::{anthropic, bedrock, gemini, ollama, openai_chat, openai_responses};
 use crate::script::{Reply, Script, Turn};
 use crate::{Provider, Verdict, ids, validate};
 use serde_json::{Map, Value, json};
@@ -278,8 +278,8 @@ fn reply(provider: Provider, turn: &Turn, request: &Request) -> Reply {
     let path = request.url.path();
     match provider {
         Provider::Anthropic => anthropic::reply(turn, &body, stream),
-        Provider::OpenAiChat => openai::chat_reply(turn, &body, stream),
-        Provider::OpenAiResponses => openai::responses_reply(turn, &body, stream),
+        Provider::OpenAiChat => openai_chat::reply(turn, &body, stream),
+        Provider::OpenAiResponses => openai_responses::reply(turn, &body, stream),
         Provider::Gemini => {
             let model = gemini_model(path).map_or("", |(m, _)| m);
             gemini::reply(

@@ -1,11 +1,14 @@
 //! One module per provider API: its validator, its error catalogue (as data, in one place), the minimal
-//! valid request the harness wraps tool results in, and its scripted answers.
+//! valid request the harness wraps tool results in, and its scripted answers. The two OpenAI APIs share
+//! what they have in common through `openai_common`.
 
 pub(crate) mod anthropic;
 pub(crate) mod bedrock;
 pub(crate) mod gemini;
 pub(crate) mod ollama;
-pub(crate) mod openai;
+pub(crate) mod openai_chat;
+mod openai_common;
+pub(crate) mod openai_responses;
 
 use crate::verdict::Provider;
 use serde_json::Value;
@@ -21,8 +24,8 @@ pub fn tool_result_request(provider: Provider, blocks: &Value) -> Vec<u8> {
     let blocks = agent_blocks(blocks);
     let request = match provider {
         Provider::Anthropic => anthropic::tool_result_request(&blocks),
-        Provider::OpenAiChat => openai::chat_tool_result_request(&blocks),
-        Provider::OpenAiResponses => openai::responses_tool_result_request(&blocks),
+        Provider::OpenAiChat => openai_chat::tool_result_request(&blocks),
+        Provider::OpenAiResponses => openai_responses::tool_result_request(&blocks),
         Provider::Gemini => gemini::tool_result_request(&blocks),
         Provider::Bedrock => bedrock::tool_result_request(&blocks),
         Provider::Ollama => ollama::tool_result_request(&blocks),
