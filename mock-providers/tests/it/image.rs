@@ -1,8 +1,6 @@
 //! The hand-written header readers against hand-made headers.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use mock_providers::image::{ImageInfo, ImageKind, inspect};
 
 #[test]

@@ -1,5 +1,4 @@
 //! Shared test helpers: hand-made image headers, request builders and verdict assertions.
-#![allow(dead_code)] // each test crate uses its own subset
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;

@@ -1,8 +1,6 @@
 //! Arbitrary bodies and arbitrary image blocks: never a panic, never a 5xx, never a hang.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use mock_providers::{Provider, Verdict, tool_result_request, validate};
 use proptest::prelude::*;
 use serde_json::{Value, json};

@@ -1,9 +1,7 @@
 //! One malformed request per rule and provider, with its exact status and message, next to a matching
 //! valid request that is accepted. In process: `validate` is what the HTTP layer calls.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use mock_providers::Provider::{self, *};
 use mock_providers::Verdict;
 use serde_json::{Value, json};

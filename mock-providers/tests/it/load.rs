@@ -1,9 +1,7 @@
 //! Bounded loopback load: 2,000 requests, 32 in flight, against 127.0.0.1 only. No request and no
 //! capture line may be lost, and every answer must be the in-process verdict.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use mock_providers::Provider;
 use mock_providers::server::{Config, MockProviders};
 use serde_json::{Value, json};

@@ -1,9 +1,7 @@
 //! Over real HTTP on 127.0.0.1: routing, status, envelopes and headers, a poisoned three-turn session,
 //! scripted tool round trips, every streaming format, capture and the admin endpoints.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use mock_providers::Provider::{self, *};
 use mock_providers::server::{Config, MockProviders};
 use mock_providers::{Script, Turn};
