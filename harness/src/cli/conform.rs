@@ -1,0 +1,174 @@
+//! `normfuzz conform`: a conformance campaign against a SUT, with a progress bar, the report and
+//! the findings' repro lines.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use normfuzz::protocol::Op;
+use normfuzz::runner::campaign::{Campaign, Progress};
+
+use super::io::open_sut;
+
+#[derive(clap::Args)]
+pub struct ConformArgs {
+    /// SUT command (argv, no shell; quotes group words), or `reference` for the built-in
+    /// reference in process.
+    #[arg(long)]
+    sut: String,
+    /// Comma-separated ops to test (default: every op the SUT offers).
+    #[arg(long, value_delimiter = ',')]
+    ops: Vec<String>,
+    /// Number of cases (default 10000 unless --time is given).
+    #[arg(long, conflicts_with = "time")]
+    cases: Option<u64>,
+    /// Run for this many seconds instead of a fixed number of cases.
+    #[arg(long)]
+    time: Option<f64>,
+    /// Seed: the same seed and job count give the same cases.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Parallel jobs, each with its own SUT process.
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Count divergences from the reference as failures.
+    #[arg(long)]
+    strict: bool,
+    /// Stop at the first gate failure (after shrinking it): how `cargo xtask mutants` times a kill.
+    #[arg(long)]
+    stop_on_gate: bool,
+    /// Report folder (default: reports/<time>-<seed>).
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// Also store each finding's minimal input under corpus/regressions/<op>/.
+    #[arg(long)]
+    save_regressions: bool,
+    /// Per-request timeout in milliseconds.
+    #[arg(long, default_value_t = 5000)]
+    timeout_ms: u64,
+}
+
+/// Exits 1 when any case fails the gate.
+pub fn run(args: ConformArgs) -> Result<ExitCode> {
+    let mut ops = Vec::new();
+    for name in &args.ops {
+        ops.push(
+            Op::parse(name)
+                .with_context(|| format!("unknown op `{name}`; known: {}", op_names()))?,
+        );
+    }
+    if ops.is_empty() {
+        ops = Op::ALL.to_vec();
+    }
+    let time = match args.time {
+        Some(t) if !(t.is_finite() && t > 0.0) => {
+            anyhow::bail!("--time must be a positive number of seconds")
+        }
+        t => t.map(Duration::from_secs_f64),
+    };
+    let campaign = Campaign {
+        ops,
+        cases: if time.is_some() {
+            args.cases
+        } else {
+            Some(args.cases.unwrap_or(10_000))
+        },
+        time,
+        seed: args.seed,
+        jobs: args.jobs.max(1),
+        strict: args.strict,
+        stop_on_gate: args.stop_on_gate,
+    };
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let progress = Progress::default();
+    let bar = indicatif::ProgressBar::new(campaign.cases.unwrap_or(0));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} {pos} cases [{elapsed}] {per_sec} {msg}",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+    );
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let outcome = std::thread::scope(|scope| {
+        let ticker = scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                bar.set_position(progress.cases.load(Ordering::Relaxed));
+                bar.set_message(format!(
+                    "{} failed, {} findings",
+                    progress.failed.load(Ordering::Relaxed),
+                    progress.findings.load(Ordering::Relaxed)
+                ));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        let outcome =
+            normfuzz::runner::campaign::run(&campaign, || open_sut(&args.sut, timeout), &progress);
+        done.store(true, Ordering::Relaxed);
+        let _ = ticker.join();
+        outcome
+    })?;
+    bar.finish_and_clear();
+    if outcome.cases() == 0 && campaign.cases != Some(0) {
+        anyhow::bail!(
+            "no case ran: the SUT `{}` offers none of the requested ops",
+            outcome.sut
+        );
+    }
+    let dir = args.report.unwrap_or_else(|| {
+        normfuzz::runner::report::default_dir(&format!("{{stamp}}-seed{}", campaign.seed))
+    });
+    normfuzz::runner::report::write(
+        &dir,
+        &outcome,
+        &args.sut,
+        campaign.strict,
+        normfuzz::runner::report::step_summary_path().as_deref(),
+    )?;
+    if args.save_regressions {
+        for finding in &outcome.findings {
+            let path = PathBuf::from(format!(
+                "corpus/regressions/{}/{}.json",
+                finding.op, finding.id
+            ));
+            let stored = serde_json::json!({"op": finding.op, "rule": finding.rule, "kind": finding.kind, "input": finding.input});
+            normfuzz::runner::report::write_atomic(&path, format!("{stored:#}\n").as_bytes())?;
+        }
+    }
+    let failed = outcome.failed(campaign.strict);
+    let cases = outcome.cases();
+    eprintln!(
+        "{} against {}: {cases} cases in {:.1} s ({:.0} cases/s), {} findings; report in {}",
+        if failed == 0 { "pass" } else { "FAIL" },
+        outcome.sut,
+        outcome.elapsed_ms as f64 / 1000.0,
+        cases as f64 * 1000.0 / outcome.elapsed_ms.max(1) as f64,
+        outcome.findings.len(),
+        dir.display()
+    );
+    for finding in outcome
+        .findings
+        .iter()
+        .filter(|f| f.gate || campaign.strict)
+    {
+        let path = dir.join("findings").join(format!("{}.json", finding.id));
+        eprintln!(
+            "  {} [{}] {}\n    {}",
+            finding.id,
+            finding.rule,
+            finding.kind,
+            normfuzz::runner::report::repro_command(&path, &args.sut)
+        );
+    }
+    println!("{} passed, {failed} failed", cases - failed);
+    Ok(ExitCode::from(u8::from(failed > 0)))
+}
+
+fn op_names() -> String {
+    Op::ALL
+        .iter()
+        .map(|op| op.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
