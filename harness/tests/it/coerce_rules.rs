@@ -1,8 +1,8 @@
 //! One or more cases per coercion rule id (C1–C8, S1, S2, F1–F5), seeds and openclaw vectors
 //! included. Each asserts the exact output, so breaking the rule breaks the test.
 
-use normfuzz::reference::image::ImageFormat;
 use normfuzz::generate::sample_images;
+use normfuzz::reference::image::ImageFormat;
 use serde_json::{Value, json};
 
 fn coerce(input: Value) -> Value {
@@ -341,7 +341,8 @@ fn escaped_payloads_still_pass() {
         r#"{{"content":[{{"type":"image","data":"{}","mimeType":"image\/jpeg"}}]}}"#,
         jpeg.replace('/', "\\/")
     );
-    let out = serde_json::to_value(normfuzz::reference::coerce::coerce_json(&raw).unwrap()).unwrap();
+    let out =
+        serde_json::to_value(normfuzz::reference::coerce::coerce_json(&raw).unwrap()).unwrap();
     assert_eq!(
         out["content"][0],
         json!({"type": "image", "data": jpeg, "mimeType": "image/jpeg"})

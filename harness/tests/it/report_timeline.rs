@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use normfuzz::runner::campaign::{Campaign, Progress, run};
 use normfuzz::protocol::Op;
+use normfuzz::runner::campaign::{Campaign, Progress, run};
 use normfuzz::runner::sut::ReferenceSut;
 
 #[test]

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use normfuzz::runner::campaign::{Campaign, Outcome, Progress, run};
 use normfuzz::protocol::Op;
+use normfuzz::runner::campaign::{Campaign, Outcome, Progress, run};
 use normfuzz::runner::sut::{ProcessSut, ReferenceSut};
 
 fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {

@@ -6,8 +6,8 @@
 use std::collections::HashSet;
 use std::path::{Component, Path};
 
-use normfuzz::oracle::directive::{is_directive_line, lines};
 use normfuzz::generate::mcp_results::tricky_text;
+use normfuzz::oracle::directive::{is_directive_line, lines};
 use normfuzz::reference::media_policy::MediaRoots;
 use normfuzz::reference::reply::{ParseReplyInput, ParsedReply, parse_reply};
 use normfuzz::reference::turn::{Delivery, NormalizeStreamInput, Turn};
@@ -448,7 +448,7 @@ fn allowed(url: &str, roots: &[&str]) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 2000, ..crate::regressions_next_to_source() })]
 
     #[test]
     fn s3_parse_reply_delivers_only_allowed_targets(text in reply_text()) {

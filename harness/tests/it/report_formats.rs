@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use normfuzz::runner::campaign::{Finding, Outcome, Sample, Tally};
 use normfuzz::protocol::{Answer, Op};
+use normfuzz::runner::campaign::{Finding, Outcome, Sample, Tally};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use serde_json::json;
 

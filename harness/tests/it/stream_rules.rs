@@ -2,10 +2,12 @@
 //! neutralizer's output; hold-back stays bounded; invalid UTF-8 is replaced the same way in both
 //! paths; streamed blocks never yield media; each delivery on its own has no directive line.
 
-use normfuzz::oracle::directive::{is_directive_line, lines};
 use normfuzz::generate::mcp_results::tricky_text;
+use normfuzz::oracle::directive::{is_directive_line, lines};
 use normfuzz::reference::media_policy::MediaRoots;
-use normfuzz::reference::neutralize::{MARKER, is_blank, is_line_terminator, neutralize, reads_as_letter};
+use normfuzz::reference::neutralize::{
+    MARKER, is_blank, is_line_terminator, neutralize, reads_as_letter,
+};
 use normfuzz::reference::stream::{StreamNeutralizer, neutralize_bytes};
 use normfuzz::reference::turn::{Delivery, MAX_HELD_TAIL, NormalizeStreamInput, Turn};
 use proptest::prelude::*;
@@ -100,7 +102,7 @@ fn longest_blank_run(text: &str) -> usize {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 3000, ..crate::regressions_next_to_source() })]
 
     #[test]
     fn s1_b3_every_delivery_is_safe_and_they_join_to_the_whole_text(

@@ -41,8 +41,9 @@ fn every_corpus_file_passes_the_reference() {
             .as_str()
             .and_then(Op::parse)
             .unwrap_or_else(|| panic!("{}: no known op", file.display()));
-        let (_, _, violations) = normfuzz::runner::campaign::replay(&mut ReferenceSut, op, &stored["input"])
-            .expect("reference answers");
+        let (_, _, violations) =
+            normfuzz::runner::campaign::replay(&mut ReferenceSut, op, &stored["input"])
+                .expect("reference answers");
         let gate: Vec<_> = violations.iter().filter(|v| v.gate).collect();
         assert!(gate.is_empty(), "{}: {gate:?}", file.display());
     }

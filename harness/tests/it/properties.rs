@@ -2,16 +2,16 @@
 //! directive line survives, judged by the independent checker, and the neutralizer agrees with
 //! the checker line by line), S2 (every output image is valid), F2 (texts survive).
 
-use normfuzz::reference::coerce::coerce_json;
-use normfuzz::oracle::directive::{is_directive_line, lines};
 use normfuzz::generate::mcp_results::tricky_text;
+use normfuzz::oracle::directive::{is_directive_line, lines};
+use normfuzz::reference::coerce::coerce_json;
 use normfuzz::reference::image::validate_image;
 use normfuzz::reference::neutralize::{MARKER, neutralize};
 use proptest::prelude::*;
 use serde_json::Value;
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 2000, ..crate::regressions_next_to_source() })]
 
     #[test]
     fn neutralizer_agrees_with_the_independent_checker(text in tricky_text()) {

@@ -1,8 +1,8 @@
 //! Generated valid MCP results validate against the official schema of every version, and the
 //! reference coercion accepts every one of them with full fidelity (F1, F2, F3).
 
-use normfuzz::generate::mcp_results::valid_result;
 use normfuzz::generate::mcp::{ContentBlock, McpVersion, ResourceContents};
+use normfuzz::generate::mcp_results::valid_result;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};

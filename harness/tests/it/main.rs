@@ -1,0 +1,34 @@
+//! normfuzz's integration tests, one test binary: each module was a test binary of its own, and
+//! each of those linked the whole dependency tree. Fixtures stay in `tests/fixtures`,
+//! `tests/runtimes` and `tests/suts`; a property-test module's regressions are in
+//! `<module>.proptest-regressions` next to it.
+
+mod coerce_rules;
+mod conform_runs;
+mod corpus_replay;
+mod e2e_fake;
+mod html_report;
+mod mcp_schema;
+mod properties;
+mod reply_rules;
+mod report_formats;
+mod report_fuzz;
+mod report_timeline;
+mod retry_rules;
+mod stream_cli;
+mod stream_rules;
+mod wpt_url;
+
+use proptest::test_runner::{Config, FileFailurePersistence};
+
+/// proptest's default settings, with failures persisted in `<source file>.proptest-regressions`
+/// next to the property test's module. (proptest's default takes the nearest folder holding a
+/// `main.rs`, this one, for a crate root and would use `tests/proptest-regressions/<module>.txt`.)
+fn regressions_next_to_source() -> Config {
+    Config {
+        failure_persistence: Some(Box::new(FileFailurePersistence::WithSource(
+            "proptest-regressions",
+        ))),
+        ..Config::default()
+    }
+}
