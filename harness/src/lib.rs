@@ -7,6 +7,7 @@
 //! Only `runner` needs the `runner` feature (tokio, clap, ...): the fuzz crate builds without it.
 
 pub mod excerpt;
+pub mod fs;
 pub mod generate;
 pub mod oracle;
 pub mod protocol;

@@ -22,9 +22,9 @@ use anyhow::{Context, Result};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 use serde::Serialize;
 
-use super::fuzz::{FuzzRun, Status};
+use super::libfuzzer::{FuzzRun, Status};
 use super::matrix::{Cell, State};
-use super::{CampaignView, E2eView};
+use super::view::{CampaignView, E2eView};
 use crate::runner::campaign::Finding;
 
 /// Bytes of each JSON value and detail in a failure body; the finding's file has all of it.

@@ -4,8 +4,9 @@
 
 use std::fmt::Write as _;
 
-use super::fuzz::{FuzzRun, Status};
-use super::{CampaignView, E2eView, is_invisible};
+use super::escape::is_invisible;
+use super::libfuzzer::{FuzzRun, Status};
+use super::view::{CampaignView, E2eView};
 
 /// Bytes of a minimal input shown in the summary; the finding's file has all of it.
 const INPUT_MAX: usize = 600;

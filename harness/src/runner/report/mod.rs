@@ -4,45 +4,48 @@
 //! - `junit.xml` for CI test reporters (`junit.rs`),
 //! - `index.json`, everything as data,
 //! - `summary.md`, also appended to `$GITHUB_STEP_SUMMARY` when that is set (`markdown.rs`),
-//! - `report.html`, one self-contained page with the rule × op matrix and plots (`html.rs`,
-//!   `plot.rs`),
+//! - `report.html`, one self-contained page with the rule × op matrix and plots (`html/`),
 //!
 //! plus, for a campaign, one `findings/<id>.json` per distinct bug with its one-line repro.
-//! Every file is written to a temporary file in the same folder and renamed into place, so a
-//! run killed at any moment leaves no half-written file.
+//! Every file is written with `crate::fs::write_atomic` (a temporary file in the same folder,
+//! renamed into place), so a run killed at any moment leaves no half-written file.
+//!
+//! Three layers, each importing only the ones below it:
+//!
+//! - writers: this file (a campaign, an e2e run) and `fuzz.rs` (`normfuzz fuzz-report`) put a
+//!   run's model through every renderer and write the files;
+//! - renderers: `junit.rs`, `markdown.rs` and `html/` (page layout in `html/mod.rs`, one file
+//!   per kind of run, the SVG charts in `html/plot.rs`), which read the models and share one
+//!   helper, `escape.rs` (HTML escaping, the invisible characters);
+//! - models, which import no renderer: `view.rs` (a campaign's and an e2e run's views, stored
+//!   findings, repro commands), `matrix.rs` (rule × op) and `libfuzzer.rs` (libFuzzer logs,
+//!   parsed).
 
+mod escape;
 mod html;
 mod junit;
+mod libfuzzer;
 mod markdown;
 mod matrix;
-mod plot;
+mod view;
 
 pub mod fuzz;
 
-use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::runner::campaign::{Finding, Outcome};
-use matrix::Matrix;
+pub use view::{E2eCaseView, E2eFindingView, E2eView, StoredFinding, repro_command};
 
-/// Writes `bytes` to `path` atomically (temp file in the same folder, then rename).
+use crate::runner::campaign::Outcome;
+use view::{CampaignView, finding_file};
+
+/// `crate::fs::write_atomic` (temp file in the same folder, then rename) for the runner's
+/// `anyhow` callers.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path)
-        .with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    Ok(crate::fs::write_atomic(path, bytes)?)
 }
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
@@ -83,94 +86,6 @@ fn write_formats(
     Ok(())
 }
 
-/// Characters a reader cannot see or that reorder what they see: C0/C1 controls (newline and
-/// tab excepted), zero-width and bidirectional marks, line and paragraph separators, BOM. The
-/// HTML and Markdown reports show them as `\uXXXX`: they are what smuggled directives are made of.
-fn is_invisible(c: char) -> bool {
-    (c.is_control() && c != '\n' && c != '\t')
-        || matches!(
-            c,
-            '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2069}' | '\u{feff}'
-        )
-}
-
-/// A finding as stored: the finding plus the command that replays it.
-#[derive(Serialize)]
-pub struct StoredFinding<'a> {
-    #[serde(flatten)]
-    pub finding: &'a Finding,
-    pub repro: String,
-}
-
-/// The one-line command that replays a stored finding against the same SUT.
-pub fn repro_command(finding_path: &Path, sut_command: &str) -> String {
-    format!(
-        "normfuzz repro {} --sut {}",
-        shell_quote(&finding_path.display().to_string()),
-        shell_quote(sut_command)
-    )
-}
-
-fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-=:,+".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-/// `findings/<id>.json`, relative to the report folder.
-fn finding_file(finding: &Finding) -> String {
-    format!("findings/{}.json", finding.id)
-}
-
-/// One end-to-end run against a real runtime (`normfuzz e2e`), as every format shows it.
-pub struct E2eView {
-    /// `name@version (version line)`.
-    pub runtime: String,
-    /// Facts for the header: isolation, seed, time, baseline.
-    pub facts: Vec<(&'static str, String)>,
-    pub cases: Vec<E2eCaseView>,
-    /// Baseline entries that no longer reproduce: (case, rule, reason).
-    pub stale: Vec<(String, String, String)>,
-}
-
-pub struct E2eCaseView {
-    pub id: String,
-    pub api: String,
-    pub about: String,
-    pub elapsed_ms: u64,
-    /// The case could not be judged (harness or adapter trouble).
-    pub error: Option<String>,
-    pub findings: Vec<E2eFindingView>,
-}
-
-pub struct E2eFindingView {
-    pub rule: String,
-    pub reason: String,
-    /// Listed in the runtime's baseline.
-    pub known: bool,
-    pub evidence: serde_json::Value,
-    pub repro: String,
-    /// `findings/<case>--<rule>.json`, relative to the report folder.
-    pub file: String,
-}
-
-impl E2eView {
-    fn failed(&self) -> usize {
-        self.cases.iter().filter(|c| c.failed()).count() + self.stale.len()
-    }
-}
-
-impl E2eCaseView {
-    fn failed(&self) -> bool {
-        self.error.is_some() || self.findings.iter().any(|f| !f.known)
-    }
-}
-
 /// Writes an e2e run's `index.json` (given), `summary.md`, `junit.xml` and `report.html`.
 pub fn write_e2e(
     dir: &Path,
@@ -205,28 +120,6 @@ pub fn default_dir(name: &str) -> PathBuf {
     Path::new("reports").join(name.replace("{stamp}", &stamp.to_string()))
 }
 
-/// A campaign and what every format derives from it, computed once.
-struct CampaignView<'a> {
-    outcome: &'a Outcome,
-    sut_command: &'a str,
-    strict: bool,
-    matrix: Matrix<'a>,
-    /// Finding id → its one-line repro command.
-    repros: HashMap<&'a str, String>,
-}
-
-impl CampaignView<'_> {
-    fn passed(&self) -> bool {
-        self.outcome.failed(self.strict) == 0
-    }
-
-    fn repro(&self, finding: &Finding) -> &str {
-        self.repros
-            .get(finding.id.as_str())
-            .map_or("", |r| r.as_str())
-    }
-}
-
 /// Writes a campaign's report into `dir`; `step_summary` is `$GITHUB_STEP_SUMMARY` if set.
 pub fn write(
     dir: &Path,
@@ -235,20 +128,7 @@ pub fn write(
     strict: bool,
     step_summary: Option<&Path>,
 ) -> Result<PathBuf> {
-    let campaign = CampaignView {
-        outcome,
-        sut_command,
-        strict,
-        matrix: Matrix::new(outcome),
-        repros: outcome
-            .findings
-            .iter()
-            .map(|f| {
-                let path = dir.join(finding_file(f));
-                (f.id.as_str(), repro_command(&path, sut_command))
-            })
-            .collect(),
-    };
+    let campaign = CampaignView::new(dir, outcome, sut_command, strict);
     for finding in &outcome.findings {
         write_json(
             &dir.join(finding_file(finding)),

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::escape;
+use crate::runner::report::escape::escape;
 
 /// One line of a chart.
 pub struct Series {
