@@ -49,10 +49,14 @@ target_dir="${CARGO_TARGET_DIR:-$PWD/target}"
   --target-dir "$target_dir" -p normfuzz-fuzz --bins \
   --features "libfuzzer ${NORMFUZZ_FUZZ_FEATURES:-}"
 
-targets=()
-for source in fuzz/fuzz_targets/*.rs; do
-  target=$(basename "$source" .rs)
-  targets+=("$target")
+# The targets: the `name` of each [[bin]] table of fuzz/Cargo.toml, the one list of them.
+mapfile -t targets < <(awk '/^\[/ { bin = ($0 == "[[bin]]") }
+  bin && /^name *=/ { sub(/^name *= *"/, ""); sub(/".*$/, ""); print }' fuzz/Cargo.toml)
+if [ "${#targets[@]}" -eq 0 ]; then
+  echo "build.sh: no [[bin]] target in fuzz/Cargo.toml" >&2
+  exit 1
+fi
+for target in "${targets[@]}"; do
   cp "$target_dir/$triple/$profile_dir/$target" "$OUT/$target"
   cp "fuzz/dicts/$target.dict" "$OUT/$target.dict"
 done

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 /// One fuzz target's body.
 pub type Target = fn(&[u8]);
 
-/// Every target by name, for the replay test and the xtask.
+/// Every target by name, for the replay test: the `[[bin]]` entries of `Cargo.toml` (the list
+/// build.sh and xtask read) in their order, as `tests/replay.rs` checks.
 pub const TARGETS: [(&str, Target); 6] = [
     ("coerce_bytes", coerce_bytes),
     ("neutralize", neutralize),

@@ -10,6 +10,10 @@ mod bench;
 mod ci;
 mod e2e;
 mod fuzz;
+// The harness's file helpers (atomic writes, corpus listings), compiled here from the same
+// source: std only, so xtask needs no dependency on the `normfuzz` crate for them.
+#[path = "../../harness/src/fs.rs"]
+mod fs;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -59,8 +63,7 @@ enum Task {
     /// `corpus/regressions/fuzz/<target>/` and printed with a one-line repro; the task then
     /// exits 1. Otherwise it prints exec/s, coverage and corpus growth per target.
     Fuzz {
-        /// A target name (`coerce_bytes`, `neutralize`, `url_policy`, `reply_turn`, `providers`,
-        /// `retry`) or `all`.
+        /// A target name (a `[[bin]]` of fuzz/Cargo.toml, e.g. `neutralize`) or `all`.
         #[arg(default_value = "all")]
         target: String,
         /// Seconds per target.
@@ -80,7 +83,8 @@ enum Task {
         /// reports/fuzz-<unix time>; with --smoke: target/ci-reports/fuzz].
         #[arg(long, value_name = "DIR")]
         report: Option<PathBuf>,
-        /// Write no report (and skip building `normfuzz`, which writes it).
+        /// Write no report (and skip building `normfuzz`, which writes it and reads the logs:
+        /// exec/s and coverage are then printed as `?`).
         #[arg(long, conflicts_with = "report")]
         no_report: bool,
         /// Run the fuzz smoke of `cargo xtask ci` instead: build.sh's outputs checked, then every
