@@ -152,8 +152,8 @@ pub fn url_policy(data: &[u8]) {
         "canonical {canonical:?} of accepted {url:?} is refused: {}",
         again.reason.as_str()
     );
-    if let Some(problem) = normfuzz::oracle::judge::remote_problem(&canonical) {
-        panic!("S3: canonical {canonical:?} of accepted {url:?}: {problem}");
+    if let Some(problem) = normfuzz::oracle::url::remote_problem(&canonical) {
+        panic!("S3: canonical {canonical:?} of accepted {url:?}: {problem:?}");
     }
 }
 

@@ -12,5 +12,6 @@ pub mod generate;
 pub mod oracle;
 pub mod protocol;
 pub mod reference;
+pub mod rule;
 #[cfg(feature = "runner")]
 pub mod runner;

@@ -71,6 +71,21 @@ pub fn ci(root: &Path) -> Result<()> {
             failed += 1;
         }
     }
+    // The default gate against every single-bug mutant: each must fail it within 10 s, and the
+    // faithful variant (stricter where the spec allows) must pass a 60 s campaign.
+    eprintln!("==> mutants: the default gate kills every variant");
+    let options = crate::mutants::Options {
+        budget: 10.0,
+        faithful: 60.0,
+        only: Vec::new(),
+    };
+    let problems = crate::mutants::mutants(root, &normfuzz, &options)?;
+    if problems.is_empty() {
+        passed += 1;
+    } else {
+        eprintln!("xtask: mutants: {}", problems.join("; "));
+        failed += 1;
+    }
     // The ClusterFuzzLite build script on stable, and each fuzz target briefly on its seeds.
     let (fuzz_passed, fuzz_failed) = crate::fuzz::smoke(
         root,

@@ -10,6 +10,7 @@ mod bench;
 mod ci;
 mod e2e;
 mod fuzz;
+mod mutants;
 // The harness's file helpers (atomic writes, corpus listings), compiled here from the same
 // source: std only, so xtask needs no dependency on the `normfuzz` crate for them.
 #[path = "../../harness/src/fs.rs"]
@@ -96,6 +97,21 @@ enum Task {
     /// crashes (at most 300 s), require the minimized crash to be stored as a regression, to fail
     /// the replay test with the bug and to pass it without; then remove it and print timings.
     PlantedBug,
+    /// Run the default gate (no `--strict`) against every single-bug variant of
+    /// `examples/mutants/mutant.py` and print the kill matrix (`target/mutants/kill-matrix.md`).
+    ///
+    /// Fails when a mutant survives its budget or the faithful variant fails the gate.
+    Mutants {
+        /// Seconds each mutant may survive.
+        #[arg(long, default_value_t = 10.0)]
+        budget: f64,
+        /// Seconds the faithful variant runs (it must pass with 0 gate failures).
+        #[arg(long, default_value_t = 60.0)]
+        faithful: f64,
+        /// Only these variants (comma-separated names from `mutant.py --list`).
+        #[arg(long, value_delimiter = ',')]
+        only: Vec<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -160,6 +176,23 @@ impl Task {
                 fuzz::fuzz(&root, &target, time, jobs, repro.as_deref(), flavor, &to)
             }
             Task::PlantedBug => fuzz::planted_bug(&root),
+            Task::Mutants {
+                budget,
+                faithful,
+                only,
+            } => {
+                let normfuzz = build_normfuzz(&root)?;
+                let options = mutants::Options {
+                    budget,
+                    faithful,
+                    only,
+                };
+                let problems = mutants::mutants(&root, &normfuzz, &options)?;
+                if !problems.is_empty() {
+                    bail!("{}", problems.join("; "));
+                }
+                Ok(())
+            }
         }
     }
 }

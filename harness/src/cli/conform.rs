@@ -36,6 +36,9 @@ pub struct ConformArgs {
     /// Count divergences from the reference as failures.
     #[arg(long)]
     strict: bool,
+    /// Stop at the first gate failure (after shrinking it): how `cargo xtask mutants` times a kill.
+    #[arg(long)]
+    stop_on_gate: bool,
     /// Report folder (default: reports/<time>-<seed>).
     #[arg(long)]
     report: Option<PathBuf>,
@@ -76,6 +79,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         seed: args.seed,
         jobs: args.jobs.max(1),
         strict: args.strict,
+        stop_on_gate: args.stop_on_gate,
     };
     let timeout = Duration::from_millis(args.timeout_ms);
     let progress = Progress::default();

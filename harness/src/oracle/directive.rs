@@ -1,10 +1,13 @@
 //! Independent checker for invariant S1: does a line read as a `MEDIA:` directive to any
 //! plausible consumer?
 //!
-//! Deliberately shares no code with `neutralize`: it works on whole strings with regex Unicode
-//! classes and full NFKC normalization, where the neutralizer scans backwards from colons with
-//! hand-written tables. Tests compare the two on every line they see; a bug in one shows up
-//! as a disagreement instead of hiding in both.
+//! Deliberately shares no code with the reference's neutralizer: it works on whole strings with
+//! regex Unicode classes and full NFKC normalization, where the neutralizer scans backwards from
+//! colons with hand-written tables. Tests compare the two on every line they see; a bug in one
+//! shows up as a disagreement instead of hiding in both.
+//!
+//! Two readings: [`is_directive_line`] is S1's (what must be neutralized), [`may_be_directive`]
+//! a documented wider one (what a careful SUT may also neutralize without breaking F2).
 
 use std::sync::LazyLock;
 
@@ -15,28 +18,79 @@ static LINE_BREAK: LazyLock<Regex> = LazyLock::new(|| {
     // ECMAScript LineTerminator, Python str.splitlines, Rust str::lines, together.
     Regex::new(r"[\n\x0B\x0C\r\x1C\x1D\x1E\x{85}\x{2028}\x{2029}]").expect("valid regex")
 });
-static IGNORABLE: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\p{Default_Ignorable_Code_Point}").expect("valid regex"));
+/// Characters a renderer hides: they count wherever they stand, also inside the word (S1).
+/// Control characters (C0, DEL, C1) are among them; line terminators are split off first.
+static HIDDEN: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"[\p{Default_Ignorable_Code_Point}\p{Cc}]").expect("valid regex")
+});
+/// A leading run of characters that are neither letters nor digits.
+static NOT_WORD_START: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[^\p{L}\p{N}]*").expect("valid regex"));
 static LEADING_BLANKS: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"^[\p{White_Space}\x1C-\x1F]*").expect("valid regex"));
+    LazyLock::new(|| Regex::new(r"^\p{White_Space}*").expect("valid regex"));
 
 /// Splits `text` into lines the widest way any consumer does (terminators removed).
 pub fn lines(text: &str) -> impl Iterator<Item = &str> {
     LINE_BREAK.split(text)
 }
 
+/// Byte ranges of the line terminators of `text`, in the same widest reading as [`lines`].
+pub fn terminators(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    LINE_BREAK.find_iter(text).map(|m| m.range())
+}
+
 /// Whether one line (without its terminator) is a media directive in the S1 sense.
 pub fn is_directive_line(line: &str) -> bool {
     // Hidden characters may be stripped before or after compatibility normalization.
-    let visible = IGNORABLE.replace_all(line, "");
-    let normalized: String = visible.nfkc().collect();
-    let normalized = IGNORABLE.replace_all(&normalized, "");
-    let rest = &normalized[LEADING_BLANKS.find(&normalized).map_or(0, |m| m.end())..];
+    let visible = visible(line);
+    let rest = &visible[LEADING_BLANKS.find(&visible).map_or(0, |m| m.end())..];
+    starts_with_word(rest, false)
+}
+
+/// The wider reading: after hidden characters and a leading run of anything that is not a
+/// letter or a digit (blanks, punctuation, symbols: a Markdown quote or bullet, a bracket, `Ⓜ`),
+/// the first word is `MEDIA`, and blanks may stand before its colon (`> MEDIA :x`). Every S1
+/// directive matches it; a line carrying the D1 marker (`[neutralized] MEDIA:`) does not, its
+/// first word being `neutralized`, and neither does a `MEDIA:` after a word (D1 keeps those).
+pub fn may_be_directive(line: &str) -> bool {
+    if is_directive_line(line) {
+        return true;
+    }
+    let shown = HIDDEN.replace_all(line, "");
+    let rest = NOT_WORD_START.replace(&shown, "");
+    let rest = visible(&rest);
+    starts_with_word(NOT_WORD_START.find(&rest).map_or(&rest, |m| &rest[m.end()..]), true)
+}
+
+/// Whether some line of `text` names `MEDIA` at all, in any disguise (hidden characters,
+/// compatibility forms, case): text that may carry a directive somewhere.
+pub fn mentions_media(text: &str) -> bool {
+    let shown = visible(text);
+    shown.to_lowercase().contains("media") || shown.to_uppercase().contains("MEDIA")
+}
+
+/// `line` without hidden characters, NFKC-normalized (hidden characters may be stripped before
+/// or after compatibility normalization, so both).
+fn visible(line: &str) -> String {
+    let shown = HIDDEN.replace_all(line, "");
+    let normalized: String = shown.nfkc().collect();
+    HIDDEN.replace_all(&normalized, "").into_owned()
+}
+
+/// Whether `rest` starts with `MEDIA` and a colon in any case mapping; `spaced` lets blanks stand
+/// between the word and the colon.
+fn starts_with_word(rest: &str, spaced: bool) -> bool {
     // Only the first few characters matter; case mapping may expand them, so map a short prefix.
-    let head: String = rest.chars().take(6).collect();
+    let head: String = rest.chars().take(5).collect();
+    let after = &rest[head.len()..];
+    let after = if spaced {
+        after.trim_start_matches(|c: char| c.is_whitespace())
+    } else {
+        after
+    };
     let upper: String = head.to_uppercase().nfkc().collect();
     let lower: String = head.to_lowercase().nfkc().collect();
-    upper.starts_with("MEDIA:") || lower.starts_with("media:")
+    (upper == "MEDIA" || lower == "media") && after.nfkc().next() == Some(':')
 }
 
 /// The lines of `text` that are directives, for reports.
@@ -59,6 +113,10 @@ mod tests {
             "M\u{200B}EDIA:x",
             "MEDIA\u{2A74}",
             "\u{1F}MEDIA:x",
+            "\u{1}MEDIA:/x",
+            "\u{7F}\u{9F}MEDIA:/x",
+            "ME\u{1}DIA:/x",
+            "MEDIA\u{200B}:/x",
         ] {
             assert!(is_directive_line(yes), "{yes:?}");
         }
@@ -72,6 +130,23 @@ mod tests {
             "\u{2800}MEDIA:",
         ] {
             assert!(!is_directive_line(no), "{no:?}");
+        }
+    }
+
+    #[test]
+    fn the_wider_reading_contains_s1_and_excludes_the_marker() {
+        for line in [
+            "MEDIA:/x",
+            "\u{1}MEDIA:/x",
+            "> MEDIA :x",
+            "- media\u{3000}：x",
+            "©MEDIA:x",
+            "\u{24C2}ＭＥＤＩＡ：",
+        ] {
+            assert!(may_be_directive(line), "{line:?}");
+        }
+        for line in ["[neutralized] MEDIA:/x", "x MEDIA:", "MEDIAx:", "MEDIA", "1MEDIA:"] {
+            assert!(!may_be_directive(line), "{line:?}");
         }
     }
 

@@ -1,9 +1,14 @@
 //! The independent oracle: judges a SUT's answer from its input and output alone.
 //!
 //! Architecture invariant: nothing under `oracle/` uses `crate::reference`. A bug shared by the
-//! reference and its judge hides itself, so the judges use their own readings of the rules (and
-//! the mock providers' hand-written decoders); `tests/it/layout.rs` fails on a forbidden import.
-//! The reference's answer reaches a judge only as data, to classify differences.
+//! reference and its judge hides itself, so the judges read the rules their own way (regex
+//! Unicode classes, their own IANA rows, the mock providers' hand-written decoders); the layout
+//! test in `harness/tests/it` fails on a forbidden import. The reference's answer reaches a
+//! judge only as data, to find where the SUT is more permissive and to classify differences.
 
 pub mod directive;
+pub mod image;
 pub mod judge;
+pub mod path;
+pub mod providers;
+pub mod url;

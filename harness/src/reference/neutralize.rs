@@ -64,15 +64,23 @@ pub fn is_ignorable(c: char) -> bool {
     )
 }
 
+/// A character a renderer hides, counted wherever it stands in `MEDIA:` (S1): an ignorable, or a
+/// control character (C0, DEL, C1) that does not end a line. Renderers hide controls and
+/// sanitizers strip them, so `ME\x01DIA:` becomes a directive one step later.
+pub fn is_hidden(c: char) -> bool {
+    is_ignorable(c) || (c.is_control() && !is_line_terminator(c))
+}
+
 /// A character skipped before a directive on the same line: Unicode White_Space (a superset of
-/// ECMAScript `\s` apart from U+FEFF, which is ignorable), Python's extra `isspace` controls
-/// U+001C..U+001F, and ignorables. Terminators are blank too but end the line first.
+/// ECMAScript `\s` apart from U+FEFF, which is ignorable) and hidden characters (which include
+/// Python's extra `isspace` controls U+001C..U+001F). Terminators are blank too but end the
+/// line first.
 pub fn is_blank(c: char) -> bool {
     // Planted bug (test-only feature): U+1680 OGHAM SPACE MARK stops counting as blank. It exists
     // to prove the fuzzer finds bugs (`cargo xtask planted-bug`).
     #[cfg(feature = "planted-bug")]
     let c = if c == '\u{1680}' { '!' } else { c };
-    c.is_whitespace() || ('\u{1C}'..='\u{1F}').contains(&c) || is_ignorable(c)
+    c.is_whitespace() || is_hidden(c)
 }
 
 /// The characters whose NFKC form contains `:` (checked over all of Unicode by a test).
@@ -300,7 +308,7 @@ fn directive_start(text: &str, colon: usize) -> Option<usize> {
     let mut start = None;
     for (i, c) in text[..colon].char_indices().rev() {
         if matched < WORD.len() {
-            if is_ignorable(c) {
+            if is_hidden(c) {
                 continue;
             }
             if !reads_as_letter(c, WORD[matched]) {
@@ -338,7 +346,8 @@ fn colon_at(bytes: &[u8], i: usize) -> Option<usize> {
 /// The next byte at or after `from` that may be a directive's colon: every colon-like lead byte
 /// on the portable path; on AVX2, only an ASCII `:` after `a`, `A` or a non-ASCII byte (the
 /// only bytes a character reading as `A`, or an ignorable, can end with) and the lead bytes of
-/// the four non-ASCII colons followed by their second byte. `colon_at` and `directive_start`
+/// the four non-ASCII colons followed by their second byte; an ASCII control before the colon
+/// passes too (hidden inside the word). `colon_at` and `directive_start`
 /// decide either way; the filter only skips colons that cannot end `MEDIA`, which prose is
 /// full of (`Note:`, `https:`, `10:45`).
 fn next_candidate(bytes: &[u8], from: usize) -> Option<usize> {
@@ -354,8 +363,8 @@ fn candidate_portable(bytes: &[u8], from: usize) -> Option<usize> {
     memchr::memchr3(b':', 0xE2, 0xEF, bytes.get(from..)?).map(|rel| from + rel)
 }
 
-/// Lead bytes of the 2-byte characters that read as `A` or are ignorable (U+00AA, U+00AD,
-/// U+034F, U+061C); a test derives the set from the tables.
+/// Lead bytes of the 2-byte characters that read as `A` or are hidden (U+00AA, U+00AD, C1
+/// controls, U+034F, U+061C); a test derives the set from the tables.
 #[cfg(any(target_arch = "x86_64", test))]
 const TWO_BYTE_LEADS: [u8; 3] = [0xC2, 0xCD, 0xD8];
 
@@ -391,8 +400,16 @@ unsafe fn candidate_avx2(bytes: &[u8], from: usize) -> Option<usize> {
                 _mm256_or_si256(acc, _mm256_cmpeq_epi8(prev2, splat(b)))
             });
         let prev2_ok = _mm256_or_si256(lead_ok, _mm256_and_si256(high(prev2), continuation(prev2)));
+        // Or an ASCII control (0x00..=0x1F, 0x7F), hidden inside the word.
+        let control = _mm256_or_si256(
+            _mm256_andnot_si256(high(prev), _mm256_cmpgt_epi8(splat(0x20), prev)),
+            _mm256_cmpeq_epi8(prev, splat(0x7F)),
+        );
         let after_a = _mm256_or_si256(
-            _mm256_cmpeq_epi8(_mm256_or_si256(prev, splat(0x20)), splat(b'a')),
+            _mm256_or_si256(
+                _mm256_cmpeq_epi8(_mm256_or_si256(prev, splat(0x20)), splat(b'a')),
+                control,
+            ),
             _mm256_and_si256(_mm256_and_si256(high(prev), continuation(prev)), prev2_ok),
         );
         let ascii = _mm256_and_si256(_mm256_cmpeq_epi8(cur, splat(b':')), after_a);
@@ -517,6 +534,26 @@ mod tests {
         }
         // U+001F is blank to Python but ends no line: the directive is not at a line start.
         assert_eq!(n("a\u{1F}MEDIA:/x"), "a\u{1F}MEDIA:/x");
+    }
+
+    #[test]
+    fn controls_are_hidden_anywhere_in_the_word() {
+        for (input, want) in [
+            ("\u{1}MEDIA:/x", "\u{1}[neutralized] MEDIA:/x"),
+            ("\u{7F}\u{9F} MEDIA:/x", "\u{7F}\u{9F} [neutralized] MEDIA:/x"),
+            ("ME\u{1}DIA:/x", "[neutralized] ME\u{1}DIA:/x"),
+            ("MEDIA\u{0}:/x", "[neutralized] MEDIA\u{0}:/x"),
+            ("MEDI\u{85}A:/x", "MEDI\u{85}A:/x"),
+        ] {
+            assert_eq!(n(input), want, "{input:?}");
+        }
+        // Every ASCII control before the colon reaches the backward check on the SIMD path too.
+        for c in (0u8..0x20).chain([0x7F]).map(char::from).filter(|&c| !is_line_terminator(c)) {
+            let input = format!("{}MEDIA{c}:/x", "padding ".repeat(8));
+            assert_eq!(n(&input), input, "not at a line start");
+            let input = format!("{}\nMEDIA{c}:/x{}", "padding ".repeat(8), " tail".repeat(20));
+            assert!(n(&input).contains(MARKER), "{c:?}");
+        }
     }
 
     #[test]
@@ -698,7 +735,7 @@ mod tests {
     #[test]
     fn two_byte_leads_cover_every_a_form_and_ignorable() {
         let mut buf = [0u8; 4];
-        for c in ('\u{80}'..='\u{7FF}').filter(|&c| reads_as_letter(c, 'A') || is_ignorable(c)) {
+        for c in ('\u{80}'..='\u{7FF}').filter(|&c| reads_as_letter(c, 'A') || is_hidden(c)) {
             let lead = c.encode_utf8(&mut buf).as_bytes()[0];
             assert!(TWO_BYTE_LEADS.contains(&lead), "U+{:04X}", c as u32);
         }

@@ -4,10 +4,10 @@
 //! The marker goes before a directive's `M`, after the line's leading blanks, so a line's blanks
 //! are emitted at once. Text is held back only from a line's first non-blank character, when it
 //! reads as `M`, while the held text is still a prefix of a directive (letters of `MEDIA` in any
-//! disguise, ignorables between them); it is released as soon as a colon-like character (with
+//! disguise, hidden characters between them); it is released as soon as a colon-like character (with
 //! the marker) or anything else (without) arrives. The rest of a line is copied in bulk up to
 //! the next byte that may start a line terminator. So hold-back is at most the longest
-//! directive prefix in the stream (five letters plus the ignorables a writer puts between them)
+//! directive prefix in the stream (five letters plus the hidden characters a writer puts between them)
 //! plus 3 bytes of an incomplete UTF-8 character, and each byte is handled a bounded number of
 //! times.
 //!
@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 
 use crate::reference::neutralize::{
-    MARKER, is_blank, is_colon_like, is_ignorable, is_line_terminator, neutralize_cow,
+    MARKER, is_blank, is_colon_like, is_hidden, is_line_terminator, neutralize_cow,
     reads_as_letter,
 };
 
@@ -193,7 +193,7 @@ impl StreamNeutralizer {
                 self.held.push(c);
                 self.line = Line::Word(1);
             }
-            Line::Word(_) if is_ignorable(c) => self.held.push(c),
+            Line::Word(_) if is_hidden(c) => self.held.push(c),
             Line::Word(n) if n < WORD.len() && reads_as_letter(c, WORD[n]) => {
                 self.held.push(c);
                 self.line = Line::Word(n + 1);

@@ -11,7 +11,9 @@
 //!   delivery (see `safe_start`); the text is never changed, only where deliveries split. What
 //!   is still held when the stream ends joins the last streamed delivery, which stays one
 //!   contiguous piece of the stream from a safe start.
-//! - The final reply is parsed (D2, [`parse_reply`]).
+//! - The final reply is parsed (D2, [`parse_reply`]). When the stream ended mid-line, the
+//!   held piece of that line opens the reply's delivery, so the line the two make in the joined
+//!   stream is neutralized there (S1 on the joined stream).
 //! - Tool media (structured media from trusted tools) is judged by the same policy (S3) and
 //!   queued; it joins the final delivery after the reply's own media, or is delivered alone at the
 //!   end of the turn. openclaw's newest runtime instead drops queued tool media when the final
@@ -142,6 +144,16 @@ impl<'r> Turn<'r> {
         // contiguous piece of the stream; a delivery of their own would split a line again.
         let mut rest = std::mem::take(&mut self.tail);
         std::mem::take(&mut self.stream).finish(&mut rest);
+        let reply = final_reply
+            .map(|text| parse_reply(text, self.roots))
+            .unwrap_or_default();
+        // The stream ended mid-line (`M`, say) and the reply continues that line in the joined
+        // stream (`EDIA:/x`): the held piece opens the reply's delivery instead, and the line
+        // they make together is neutralized there (S1 on the joined stream).
+        let mut reply_text = reply.text;
+        if !reply_text.is_empty() && !rest.is_empty() && !rest.ends_with(is_line_terminator) {
+            reply_text = neutralize_first_line(&(std::mem::take(&mut rest) + &reply_text)).into_owned();
+        }
         match self.outcome.deliveries.last_mut() {
             Some(last) => last.text.push_str(&rest),
             None if !rest.is_empty() => self.outcome.deliveries.push(Delivery {
@@ -150,9 +162,6 @@ impl<'r> Turn<'r> {
             }),
             None => {}
         }
-        let reply = final_reply
-            .map(|text| parse_reply(text, self.roots))
-            .unwrap_or_default();
         self.outcome.rejected_media += reply.rejected_media;
         let mut seen = HashSet::new();
         let media_urls: Vec<String> = reply
@@ -161,9 +170,9 @@ impl<'r> Turn<'r> {
             .chain(self.tool_media)
             .filter(|m| seen.insert(m.clone()))
             .collect();
-        if !reply.text.is_empty() || !media_urls.is_empty() {
+        if !reply_text.is_empty() || !media_urls.is_empty() {
             self.outcome.deliveries.push(Delivery {
-                text: reply.text,
+                text: reply_text,
                 media_urls,
             });
         }

@@ -22,8 +22,9 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::oracle::judge::{Violation, judge};
+use crate::oracle::judge::{Violation, companion, judge, judge_companion};
 use crate::protocol::{Answer, Op};
+use crate::rule::Rule;
 use crate::runner::sut::Sut;
 
 /// Cases sent to the SUT at once.
@@ -46,6 +47,8 @@ pub struct Campaign {
     pub seed: u64,
     pub jobs: usize,
     pub strict: bool,
+    /// End the campaign once a first gate failure is found and shrunk (mutant kill runs).
+    pub stop_on_gate: bool,
 }
 
 /// One distinct bug: the minimal input that shows it, both answers, and the rule.
@@ -54,7 +57,7 @@ pub struct Finding {
     /// Stable id: op, rule and a hash of the kind.
     pub id: String,
     pub op: Op,
-    pub rule: &'static str,
+    pub rule: Rule,
     pub gate: bool,
     pub kind: String,
     pub detail: String,
@@ -65,6 +68,8 @@ pub struct Finding {
     pub reference: Answer,
     /// The seed and job whose case was shrunk to `input`.
     pub seed: u64,
+    /// Milliseconds from the campaign's start to the first case that hit it.
+    pub first_seen_ms: u64,
 }
 
 /// Counts per op and rule, for the report's matrix.
@@ -75,7 +80,7 @@ pub struct Tally {
     pub failed: u64,
     pub divergent: u64,
     /// Gate failures and divergences per rule id.
-    pub rules: BTreeMap<&'static str, u64>,
+    pub rules: BTreeMap<Rule, u64>,
 }
 
 /// The campaign's state at one moment, for the report's plots.
@@ -130,11 +135,14 @@ pub struct Progress {
 struct Shared<'a> {
     campaign: &'a Campaign,
     deadline: Option<Instant>,
-    findings: Mutex<HashMap<(Op, &'static str, String), Finding>>,
+    findings: Mutex<HashMap<(Op, Rule, String), Finding>>,
     tallies: Mutex<BTreeMap<Op, Tally>>,
     /// `answer_shape` of every reference answer so far, per op.
     shapes: Mutex<HashSet<(Op, u64)>>,
     progress: &'a Progress,
+    started: Instant,
+    /// Set when `stop_on_gate` is asked and a gate failure was found: every job stops.
+    stop: std::sync::atomic::AtomicBool,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -151,6 +159,8 @@ pub fn run<S: Sut>(
         tallies: Mutex::new(BTreeMap::new()),
         shapes: Mutex::new(HashSet::new()),
         progress,
+        started,
+        stop: std::sync::atomic::AtomicBool::new(false),
     };
     let mut suts = Vec::new();
     for _ in 0..campaign.jobs.max(1) {
@@ -330,7 +340,9 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
             Some(total) => (total - first).min(BATCH as u64) as usize,
             None => BATCH,
         };
-        if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+        if shared.deadline.is_some_and(|d| Instant::now() >= d)
+            || shared.stop.load(Ordering::Relaxed)
+        {
             break;
         }
         let mut trees = Vec::with_capacity(count);
@@ -345,6 +357,7 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
         let batch: Vec<(Op, &Value)> = inputs.iter().map(|(op, v)| (*op, v)).collect();
         let answers = sut.call(&batch)?;
         let expected = reference.call(&batch)?;
+        let companions = companion_answers(&mut sut, &inputs)?;
         let shapes: Vec<(Op, u64)> = batch
             .iter()
             .zip(&expected)
@@ -353,12 +366,16 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
         if let Ok(mut seen) = shared.shapes.lock() {
             seen.extend(shapes);
         }
-        for (((op, tree), (answer, expected)), (_, input)) in trees
+        for (i, (((op, tree), (answer, expected)), (_, input))) in trees
             .into_iter()
             .zip(answers.iter().zip(&expected))
             .zip(&inputs)
+            .enumerate()
         {
-            let violations = judge(op, input, answer, expected);
+            let mut violations = judge(op, input, answer, expected);
+            if let Some(other) = companions.get(&i) {
+                violations.extend(judge_companion(op, answer, other));
+            }
             record(shared, op, &violations);
             if let Some(first_violation) = violations
                 .iter()
@@ -380,7 +397,12 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
                     }
                 };
                 if is_new {
-                    let finding = shrink(&mut sut, op, tree, first_violation, campaign.seed)?;
+                    let seen_ms = shared.started.elapsed().as_millis() as u64;
+                    let mut finding = shrink(&mut sut, op, tree, first_violation, campaign.seed)?;
+                    finding.first_seen_ms = seen_ms;
+                    if finding.gate && campaign.stop_on_gate {
+                        shared.stop.store(true, Ordering::Relaxed);
+                    }
                     let mut findings = shared
                         .findings
                         .lock()
@@ -398,6 +420,24 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
             .fetch_add(count as u64, Ordering::Relaxed);
     }
     Ok(())
+}
+
+/// The SUT's answers to the batch's metamorphic companions, by case index (one extra batch).
+fn companion_answers(
+    sut: &mut impl Sut,
+    inputs: &[(Op, Value)],
+) -> Result<HashMap<usize, Answer>> {
+    let pairs: Vec<(usize, Op, Value)> = inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (op, input))| companion(*op, input).map(|c| (i, *op, c)))
+        .collect();
+    if pairs.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let batch: Vec<(Op, &Value)> = pairs.iter().map(|(_, op, c)| (*op, c)).collect();
+    let answers = sut.call(&batch)?;
+    Ok(pairs.iter().map(|(i, ..)| *i).zip(answers).collect())
 }
 
 fn record(shared: &Shared<'_>, op: Op, violations: &[Violation]) {
@@ -488,11 +528,12 @@ fn finding(
         sut,
         reference,
         seed,
+        first_seen_ms: 0,
     }
 }
 
 /// `op-rule-hash`, stable across runs and machines (FNV-1a of the kind).
-pub fn finding_id(op: Op, rule: &str, kind: &str) -> String {
+pub fn finding_id(op: Op, rule: Rule, kind: &str) -> String {
     let hash = kind.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
@@ -513,6 +554,13 @@ pub fn replay(
         .call(&[(op, input)])?
         .pop()
         .unwrap_or(Answer::Refused("no answer".into()));
-    let violations = judge(op, input, &answer, &expected);
+    let mut violations = judge(op, input, &answer, &expected);
+    if let Some(other) = companion(op, input) {
+        let other = sut
+            .call(&[(op, &other)])?
+            .pop()
+            .unwrap_or(Answer::Refused("no answer".into()));
+        violations.extend(judge_companion(op, &answer, &other));
+    }
     Ok((answer, expected, violations))
 }

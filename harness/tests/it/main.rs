@@ -8,6 +8,8 @@ mod conform_runs;
 mod corpus_replay;
 mod e2e_fake;
 mod html_report;
+mod judges;
+mod layout;
 mod mcp_schema;
 mod properties;
 mod reply_rules;

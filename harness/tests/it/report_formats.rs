@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use normfuzz::protocol::{Answer, Op};
+use normfuzz::rule::Rule;
 use normfuzz::runner::campaign::{Finding, Outcome, Sample, Tally};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use serde_json::json;
@@ -17,7 +18,7 @@ fn outcome() -> Outcome {
     let s1 = Finding {
         id: "neutralize_text-S1-09c4fe0f".into(),
         op: Op::NeutralizeText,
-        rule: "S1",
+        rule: Rule::S1,
         gate: true,
         kind: "directive line in the text".into(),
         detail: "MEDIA:/etc/passwd".into(),
@@ -26,11 +27,12 @@ fn outcome() -> Outcome {
         sut: Answer::Output(json!({"text": HOSTILE})),
         reference: Answer::Output(json!({"text": "ok\n[neutralized] MEDIA:/etc/passwd"})),
         seed: 1,
+        first_seen_ms: 0,
     };
     let divergence = Finding {
         id: "check_media_url-divergence-1a2b3c4d".into(),
         op: Op::CheckMediaUrl,
-        rule: "divergence",
+        rule: Rule::Divergence,
         gate: false,
         kind: "output differs from the reference".into(),
         detail: "reference: {\"allowed\":false}".into(),
@@ -39,8 +41,9 @@ fn outcome() -> Outcome {
         sut: Answer::Output(json!({"allowed": true, "reason": "<b>fine</b>"})),
         reference: Answer::Output(json!({"allowed": false, "reason": "invalid_host"})),
         seed: 1,
+        first_seen_ms: 0,
     };
-    let tally = |cases, failed, divergent, rules: &[(&'static str, u64)]| Tally {
+    let tally = |cases, failed, divergent, rules: &[(Rule, u64)]| Tally {
         cases,
         passed: cases - failed - divergent,
         failed,
@@ -48,8 +51,11 @@ fn outcome() -> Outcome {
         rules: rules.iter().copied().collect(),
     };
     let per_op = BTreeMap::from([
-        (Op::NeutralizeText, tally(100, 40, 0, &[("S1", 40)])),
-        (Op::CheckMediaUrl, tally(100, 0, 3, &[("divergence", 3)])),
+        (Op::NeutralizeText, tally(100, 40, 0, &[(Rule::S1, 40)])),
+        (
+            Op::CheckMediaUrl,
+            tally(100, 0, 3, &[(Rule::Divergence, 3)]),
+        ),
     ]);
     let sample = |elapsed_ms, cases| Sample {
         elapsed_ms,

@@ -16,6 +16,7 @@ fn a_campaign_samples_its_progress_until_the_end() {
         seed: 3,
         jobs: 2,
         strict: false,
+        stop_on_gate: false,
     };
     let outcome = run(&campaign, || Ok(ReferenceSut), &Progress::default()).expect("runs");
     let timeline = &outcome.timeline;

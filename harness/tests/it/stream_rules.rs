@@ -389,3 +389,31 @@ fn s1_a_non_blank_character_other_than_m_opens_no_directive() {
         }
     }
 }
+
+#[test]
+fn s1_a_stream_ending_mid_line_and_the_final_reply_make_no_directive_together() {
+    // Found by the split-stream generator: `M` ends the stream, the reply starts `EDIA:`.
+    for (chunks, reply) in [
+        (vec!["ok\nM"], "EDIA:/etc/passwd"),
+        (vec!["", "\u{85}\rM"], "ED\u{200B}I\u{200B}A:https://[::ffff:127.0.0.1]/x.png"),
+        (vec!["ok\n  ME", "D"], "IA:/x and more"),
+    ] {
+        let input = NormalizeStreamInput {
+            chunks: chunks.iter().map(|c| c.to_string()).collect(),
+            r#final: Some(reply.to_string()),
+            roots: vec!["/work".into()],
+        };
+        let out = input.run();
+        let joined: String = out.deliveries.iter().map(|d| d.text.as_str()).collect();
+        assert!(
+            !lines(&joined).any(is_directive_line),
+            "{chunks:?} + {reply:?}: {joined:?}"
+        );
+        for d in &out.deliveries {
+            assert!(!lines(&d.text).any(is_directive_line), "{d:?}");
+        }
+        // Nothing lost: the joined text is the stream and the reply with markers inserted.
+        let plain = joined.replace("[neutralized] ", "");
+        assert_eq!(plain, format!("{}{reply}", chunks.concat()));
+    }
+}

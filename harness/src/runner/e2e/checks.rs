@@ -15,19 +15,23 @@ use super::adapter::{Adapter, select};
 use super::cases::E2eCase;
 use crate::oracle::directive::{directive_lines, is_directive_line, lines};
 use crate::excerpt::bounded;
-use crate::oracle::judge::{canonical_media, has_scheme, is_insertion, local_problem, remote_problem};
+use crate::oracle::image::is_valid_input_image;
+use crate::oracle::judge::is_insertion;
+use crate::oracle::path::{canonical_media, has_scheme, local_problem};
+use crate::oracle::url::remote_problem;
+use crate::rule::Rule;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct E2eFinding {
-    pub rule: String,
+    pub rule: Rule,
     pub reason: String,
     /// Bounded evidence: the offending text, URL, block or provider answer.
     pub evidence: Value,
 }
 
-fn finding(rule: &str, reason: impl Into<String>, evidence: Value) -> E2eFinding {
+fn finding(rule: Rule, reason: impl Into<String>, evidence: Value) -> E2eFinding {
     E2eFinding {
-        rule: rule.into(),
+        rule,
         reason: reason.into(),
         evidence,
     }
@@ -187,11 +191,7 @@ fn malformed(block: &Value) -> Option<String> {
     let bad = match kind {
         "text" => !block["text"].is_string(),
         "image" => {
-            let (data, mime) = (block["data"].as_str(), block["mimeType"].as_str());
-            match (data, mime) {
-                (Some(d), Some(m)) => crate::reference::image::validate_image(d, m).is_err(),
-                _ => true,
-            }
+            !is_valid_input_image(block)
         }
         "audio" => !block["data"].is_string(),
         "resource_link" => !block["uri"].is_string(),
@@ -276,15 +276,15 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
         .chain(&view.other_texts)
         .map(String::as_str)
         .collect();
-    let mut lost: Vec<(usize, &'static str, String)> = Vec::new();
+    let mut lost: Vec<(usize, Rule, String)> = Vec::new();
     for (i, block) in blocks.iter().enumerate() {
         for expect in expectations(block) {
             let missing = match expect {
                 Expect::Text(t) => (!text_reaches(t, &all_texts))
-                    .then(|| ("F2", format!("text {:?}", bounded(t, 120)))),
+                    .then(|| (Rule::F2, format!("text {:?}", bounded(t, 120)))),
                 Expect::Token(t) => (!all_texts.iter().any(|h| h.contains(t))).then(|| {
                     (
-                        "F4",
+                        Rule::F4,
                         format!(
                             "{} {:?}",
                             block["type"].as_str().unwrap_or("?"),
@@ -298,7 +298,7 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
                     } else if case.image_input {
                         (!view.images.iter().any(|(_, d)| d == data)).then(|| {
                             (
-                                "F1",
+                                Rule::F1,
                                 format!(
                                     "valid {} image",
                                     block["mimeType"].as_str().unwrap_or("?")
@@ -311,7 +311,7 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
                             .any(|t| t.to_ascii_lowercase().contains("image")))
                         .then(|| {
                             (
-                                "F1",
+                                Rule::F1,
                                 "valid image for a text-only model: no note left".to_string(),
                             )
                         })
@@ -325,7 +325,7 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
         for payload in payloads(block) {
             if all_texts.iter().any(|t| t.contains(payload)) {
                 out.push(finding(
-                    "F4",
+                    Rule::F4,
                     "a base64 payload was copied into text",
                     json!({"block": i}),
                 ));
@@ -333,12 +333,12 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
         }
     }
     // A loss next to a malformed sibling is F5: the bad block took the good one down with it.
-    let mut by_rule: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut by_rule: Vec<(Rule, Vec<String>)> = Vec::new();
     for (i, rule, what) in lost {
         let culprit = bad.iter().find(|(j, _)| *j != i);
         let (rule, what) = match culprit {
             Some((j, why)) => (
-                "F5",
+                Rule::F5,
                 format!("block {i} ({what}) lost next to malformed block {j}: {why}"),
             ),
             None => (rule, format!("block {i} lost: {what}")),
@@ -350,9 +350,9 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
     }
     for (rule, list) in by_rule {
         let reason = match rule {
-            "F5" => "one malformed block took its siblings down",
-            "F1" => "a valid image did not reach the model",
-            "F2" => "a text did not reach the model",
+            Rule::F5 => "one malformed block took its siblings down",
+            Rule::F1 => "a valid image did not reach the model",
+            Rule::F2 => "a text did not reach the model",
             _ => "a non-text block lost what the model needs",
         };
         out.push(finding(
@@ -368,7 +368,7 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
         .collect();
     if !forwarded.is_empty() {
         out.push(finding(
-            "S1",
+            Rule::S1,
             "a directive line was forwarded to the model in a tool result",
             json!({"lines": forwarded.iter().map(|l| bounded(l, 200)).collect::<Vec<_>>()}),
         ));
@@ -415,7 +415,7 @@ pub fn check_delivered(delivered: &Delivered, roots: &[String]) -> Vec<E2eFindin
         .collect();
     if !live.is_empty() {
         out.push(finding(
-            "S1",
+            Rule::S1,
             "a delivered text still holds a directive line",
             json!({"lines": live.iter().map(|l| bounded(l, 200)).collect::<Vec<_>>()}),
         ));
@@ -424,24 +424,24 @@ pub fn check_delivered(delivered: &Delivered, roots: &[String]) -> Vec<E2eFindin
     let mut seen = HashSet::new();
     for target in &delivered.media {
         let problem = if has_scheme(target) && !target.starts_with("file:") {
-            remote_problem(target)
+            remote_problem(target).map(|(_, kind)| kind)
         } else if target.starts_with('~') {
             // The runtime resolves `~` to its home, which is never a media root here.
             Some("accepted a home-relative path outside the roots")
         } else {
             let path = target.strip_prefix("file://").unwrap_or(target);
-            local_problem(path, &roots)
+            local_problem(path, &roots).map(|(_, kind)| kind)
         };
         if let Some(problem) = problem {
             out.push(finding(
-                "S3",
+                Rule::S3,
                 format!("delivered media: {problem}"),
                 json!(bounded(target, 300)),
             ));
         }
         if !seen.insert(canonical_media(target)) {
             out.push(finding(
-                "D3",
+                Rule::D3,
                 "the same media was delivered twice",
                 json!(bounded(target, 300)),
             ));

@@ -19,6 +19,7 @@ use super::cases::{self, E2eCase};
 use super::checks::{self, E2eFinding};
 use super::install;
 use super::one_turn::{self, TurnRecord, TurnSpec};
+use crate::rule::Rule;
 use crate::excerpt::bounded;
 use crate::runner::report::{E2eCaseView, E2eFindingView, E2eView, write_atomic};
 
@@ -211,7 +212,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
                         .findings
                         .iter()
                         .map(|f| {
-                            let known = baseline.is_known(&case.id, &f.rule);
+                            let known = baseline.is_known(&case.id, f.rule.as_str());
                             format!("{}{}", f.rule, if known { " (known)" } else { "" })
                         })
                         .collect();
@@ -245,7 +246,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             o.findings.iter().map(|f| Judged {
                 case: o.id.clone(),
                 finding: f.clone(),
-                known: baseline.is_known(&o.id, &f.rule),
+                known: baseline.is_known(&o.id, f.rule.as_str()),
             })
         })
         .collect();
@@ -274,7 +275,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
 
     for j in &judged {
         let dir = report.join("cases").join(&j.case);
-        let file = report.join(finding_file(&j.case, &j.finding.rule));
+        let file = report.join(finding_file(&j.case, j.finding.rule.as_str()));
         let outcome = outcomes.iter().find(|o| o.id == j.case);
         write_atomic(
             &file,
@@ -333,12 +334,12 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
                     .findings
                     .iter()
                     .map(|f| E2eFindingView {
-                        rule: f.rule.clone(),
+                        rule: f.rule.to_string(),
                         reason: f.reason.clone(),
-                        known: baseline.is_known(&o.id, &f.rule),
+                        known: baseline.is_known(&o.id, f.rule.as_str()),
                         evidence: f.evidence.clone(),
                         repro: repro(&o.id),
-                        file: finding_file(&o.id, &f.rule),
+                        file: finding_file(&o.id, f.rule.as_str()),
                     })
                     .collect(),
             })
@@ -361,7 +362,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             o.error.is_some()
                 || o.findings
                     .iter()
-                    .any(|f| !baseline.is_known(&o.id, &f.rule))
+                    .any(|f| !baseline.is_known(&o.id, f.rule.as_str()))
         })
         .count();
     let failed = failing_cases + stale.len();
@@ -531,7 +532,7 @@ fn judge(
     let stderr = std::fs::read_to_string(dir.join(one_turn::STDERR)).unwrap_or_default();
     if record.timed_out || record.exit_code != Some(0) {
         findings.push(E2eFinding {
-            rule: "B1".into(),
+            rule: Rule::B1,
             reason: if record.timed_out {
                 format!("the turn did not finish within {} s", adapter.turn_timeout)
             } else {
@@ -544,7 +545,7 @@ fn judge(
     for r in &requests {
         if r["verdict"]["accepted"] == false && r["provider"].is_string() {
             findings.push(E2eFinding {
-                rule: "provider".into(),
+                rule: Rule::Provider,
                 reason: format!(
                     "the {} mock answered {} to request {}: a poisoned session",
                     r["provider"].as_str().unwrap_or("?"),
@@ -573,7 +574,7 @@ fn judge(
         ));
     } else if record.exit_code == Some(0) {
         findings.push(E2eFinding {
-            rule: "B1".into(),
+            rule: Rule::B1,
             reason: "the turn's output is not JSON".into(),
             evidence: json!(crate::excerpt::tail(
                 &std::fs::read_to_string(dir.join(one_turn::STDOUT)).unwrap_or_default(),

@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use super::libfuzzer::{FuzzRun, Status};
 use super::matrix::{Cell, State};
+use crate::rule::Rule;
 use super::view::{CampaignView, E2eView};
 use crate::runner::campaign::Finding;
 
@@ -65,7 +66,7 @@ pub fn campaign(campaign: &CampaignView<'_>) -> Result<String> {
     to_xml(&report)
 }
 
-fn status(campaign: &CampaignView<'_>, rule: &str, cell: &Cell<'_>) -> TestCaseStatus {
+fn status(campaign: &CampaignView<'_>, rule: Rule, cell: &Cell<'_>) -> TestCaseStatus {
     let failing = match cell.state {
         State::Fail => true,
         State::Divergence => campaign.strict,
@@ -75,7 +76,7 @@ fn status(campaign: &CampaignView<'_>, rule: &str, cell: &Cell<'_>) -> TestCaseS
         return TestCaseStatus::success();
     }
     let mut status = TestCaseStatus::non_success(NonSuccessKind::Failure);
-    status.set_type(rule);
+    status.set_type(rule.as_str());
     let message = match cell.findings.as_slice() {
         [] => format!(
             "{} violations in {} cases; no minimal case: another rule was reported first on \

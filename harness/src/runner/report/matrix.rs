@@ -8,35 +8,16 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::json;
 
-use crate::runner::campaign::{Finding, Outcome};
+use crate::oracle::judge::judged_rules;
 use crate::protocol::Op;
-
-/// The judge's one rule that is not a gate: an answer that breaks no rule but differs from the
-/// reference's.
-pub const DIVERGENCE: &str = "divergence";
+use crate::rule::Rule;
+use crate::runner::campaign::{Finding, Outcome};
 
 /// Judged on every op: the answer itself (faults, shape) and the comparison with the reference.
-const EVERY_OP: [&str; 4] = ["crash", "hang", "protocol", DIVERGENCE];
+const EVERY_OP: [Rule; 3] = [Rule::B1, Rule::Protocol, Rule::Divergence];
 
-/// Row order: safety, fidelity, delivery, retry, tool names, then what applies to every op.
-const ROWS: [&str; 17] = [
-    "S1", "S2", "S3", "S4", "F1", "F2", "F3", "F4", "D3", "R5", "R6", "P2", "provider", "crash",
-    "hang", "protocol", DIVERGENCE,
-];
-
-/// Rule ids `judge.rs` checks on each op's output besides `EVERY_OP`, one per check in its
-/// per-op function. The judge keeps no such list, so it is written down here; a rule that fires
-/// without being listed still gets its row and its cell.
-fn judged_rules(op: Op) -> &'static [&'static str] {
-    match op {
-        Op::CoerceToolResult => &["S1", "S2", "F1", "F2", "F3", "F4", "provider"],
-        Op::NeutralizeText => &["S1", "F2"],
-        Op::CheckMediaUrl => &["S3"],
-        Op::ParseReply => &["S1", "S3"],
-        Op::NormalizeStream => &["S1", "S3", "D3"],
-        Op::ResolveRetryImages => &["S4", "R5", "R6"],
-        Op::SanitizeToolNames => &["P2"],
-    }
+fn judged_on(op: Op, rule: Rule) -> bool {
+    judged_rules(op).contains(&rule) || EVERY_OP.contains(&rule)
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,9 +53,9 @@ pub struct Cell<'a> {
 pub struct Matrix<'a> {
     /// Columns: the ops at least one case ran on.
     pub ops: Vec<Op>,
-    /// Rows: every rule judged on at least one column, in `ROWS` order, unknown ids last.
-    pub rules: Vec<&'static str>,
-    cells: BTreeMap<(&'static str, Op), Cell<'a>>,
+    /// Rows: every rule judged on at least one column, in the spec's order.
+    pub rules: Vec<Rule>,
+    cells: BTreeMap<(Rule, Op), Cell<'a>>,
 }
 
 impl<'a> Matrix<'a> {
@@ -85,7 +66,7 @@ impl<'a> Matrix<'a> {
             .filter(|(_, t)| t.cases > 0)
             .map(|(op, _)| *op)
             .collect();
-        let mut rules: Vec<&'static str> = ops
+        let mut rules: Vec<Rule> = ops
             .iter()
             .flat_map(|op| judged_rules(*op).iter().chain(&EVERY_OP).copied())
             .chain(
@@ -96,21 +77,20 @@ impl<'a> Matrix<'a> {
             )
             .chain(outcome.findings.iter().map(|f| f.rule))
             .collect();
-        let row = |rule: &str| ROWS.iter().position(|r| *r == rule).unwrap_or(ROWS.len());
-        rules.sort_by(|a, b| (row(a), a).cmp(&(row(b), b)));
+        rules.sort();
         rules.dedup();
         let mut cells = BTreeMap::new();
         for &op in &ops {
             let tally = &outcome.per_op[&op];
             for &rule in &rules {
-                let hits = tally.rules.get(rule).copied().unwrap_or(0);
+                let hits = tally.rules.get(&rule).copied().unwrap_or(0);
                 let findings: Vec<&Finding> = outcome
                     .findings
                     .iter()
                     .filter(|f| f.op == op && f.rule == rule)
                     .collect();
-                let judged = judged_rules(op).contains(&rule) || EVERY_OP.contains(&rule);
-                let state = match (hits > 0 || !findings.is_empty(), rule == DIVERGENCE) {
+                let judged = judged_on(op, rule);
+                let state = match (hits > 0 || !findings.is_empty(), rule == Rule::Divergence) {
                     (false, _) if !judged => State::NotApplicable,
                     (false, _) => State::Pass,
                     (true, true) => State::Divergence,
@@ -129,12 +109,12 @@ impl<'a> Matrix<'a> {
     }
 
     /// The cell of `rule` on `op`; `None` only for an op that is not a column.
-    pub fn cell(&self, rule: &'static str, op: Op) -> Option<&Cell<'a>> {
+    pub fn cell(&self, rule: Rule, op: Op) -> Option<&Cell<'a>> {
         self.cells.get(&(rule, op))
     }
 
     /// The rules judged on `op` (every cell but the not-applicable ones), in row order.
-    pub fn judged(&self, op: Op) -> impl Iterator<Item = (&'static str, &Cell<'a>)> {
+    pub fn judged(&self, op: Op) -> impl Iterator<Item = (Rule, &Cell<'a>)> {
         self.rules.iter().filter_map(move |&rule| {
             self.cells
                 .get(&(rule, op))

@@ -102,7 +102,7 @@ fn matrix(campaign: &CampaignView<'_>) -> String {
     }
     out.push_str("</tr></thead><tbody>");
     for &rule in &m.rules {
-        let _ = write!(out, r#"<tr><td class="rule">{}</td>"#, text(rule));
+        let _ = write!(out, r#"<tr><td class="rule">{}</td>"#, text(rule.as_str()));
         for &op in &m.ops {
             let Some(cell) = m.cell(rule, op) else {
                 continue;
@@ -231,7 +231,7 @@ fn finding_article(f: &Finding, repro: &str) -> String {
         r#"<article class="{class}" id="f-{id}"><h3><span class="badge {class}">{label}</span> {id_text}</h3><p class="meta"><b>rule</b> {rule} · <b>op</b> {op} · <b>cases hit</b> {hits} · <b>kind</b> {kind}</p><h4>Detail</h4>{detail}<h4>Minimal input</h4>{input}<div class="answers"><div><h4>Reference answer</h4>{reference}</div><div><h4>SUT answer</h4>{sut}</div></div><h4>Repro</h4>{repro}<p class="note">Full values: <a href="{file_attr}">{file_text}</a></p></article>"#,
         id = escape(&f.id),
         id_text = code(&f.id),
-        rule = text(f.rule),
+        rule = text(f.rule.as_str()),
         op = text(f.op.as_str()),
         hits = f.hits,
         kind = text(&f.kind),

@@ -1,0 +1,520 @@
+//! `coerce_tool_result`: S1, S2, F1–F5, C1–C8 and provider acceptance.
+//!
+//! Output blocks are matched to input blocks in order (F3: one output block per input block,
+//! blank text blocks may be dropped), and each pair is judged by what its input block is: a
+//! text must survive (F2), a valid image must pass byte-identical (F1), other blocks must become
+//! bounded text that keeps what a model needs and never a payload (C2–C6, F4).
+
+use serde_json::Value;
+
+use super::{
+    Violation, gate, kept_directive, kept_directive_violation, keeps, s1, shape, text_survives,
+};
+use crate::excerpt::bounded;
+use crate::oracle::image::{is_valid_input_image, s2_problem};
+use crate::oracle::providers::provider_rejections;
+use crate::rule::Rule;
+
+/// Bound for the JSON text of an unknown or malformed block (C6), marker included.
+const C6_TEXT_MAX: usize = 8 * 1024;
+/// Bound for any placeholder built from a non-text block (F4): a label, a URI and a media type,
+/// each of which a normalizer may cut to the C6 bound.
+const PLACEHOLDER_MAX: usize = 3 * C6_TEXT_MAX + 256;
+/// Room for S1 prefixes a SUT may add, per line of a bounded text.
+const PREFIX_ROOM: usize = 32;
+/// Fields longer than this may be cut by a bounded placeholder, so they are not required whole.
+const KEEP_MAX: usize = 4 * 1024;
+
+/// What an input block must become.
+enum Expect<'v> {
+    /// Empty or blank text: may be dropped (providers reject it).
+    Droppable,
+    Text(&'v str),
+    /// A `text` block whose `text` is not a string: malformed (C1), rendered as its JSON.
+    MalformedText,
+    ValidImage(&'v str),
+    InvalidImage(Option<&'v str>),
+    Audio(Option<&'v str>),
+    Link {
+        uri: &'v str,
+        label: Option<&'v str>,
+    },
+    ResourceText(&'v str),
+    ResourceBlob {
+        uri: &'v str,
+        mime: Option<&'v str>,
+    },
+    /// Unknown type or malformed block (C6): bounded JSON text.
+    Unknown(Option<&'v str>),
+}
+
+fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// The oracle's own blank: White_Space or a control character (what providers refuse as empty).
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || c.is_control())
+}
+
+fn expect(block: &Value) -> Expect<'_> {
+    let Some(kind) = block.as_object().and(str_field(block, "type")) else {
+        return Expect::Unknown(None);
+    };
+    let non_empty = |key| str_field(block, key).filter(|s| !s.is_empty());
+    match kind {
+        "text" => match block.get("text") {
+            Some(Value::String(text)) if is_blank(text) => Expect::Droppable,
+            Some(Value::String(text)) => Expect::Text(text),
+            _ => Expect::MalformedText,
+        },
+        "image" if is_valid_input_image(block) => {
+            Expect::ValidImage(str_field(block, "data").unwrap_or_default())
+        }
+        "image" => Expect::InvalidImage(non_empty("mimeType")),
+        "audio" => Expect::Audio(non_empty("mimeType")),
+        "resource_link" => match str_field(block, "uri") {
+            Some(uri) if !is_blank(uri) => Expect::Link {
+                uri,
+                label: non_empty("title").or_else(|| non_empty("name")),
+            },
+            _ => Expect::Unknown(Some(kind)),
+        },
+        "resource" => {
+            let resource = block.get("resource").filter(|r| r.is_object());
+            match resource.and_then(|r| str_field(r, "uri").map(|uri| (r, uri))) {
+                Some((r, _)) if str_field(r, "text").is_some_and(|t| !is_blank(t)) => {
+                    Expect::ResourceText(str_field(r, "text").unwrap_or_default())
+                }
+                Some((r, uri)) => Expect::ResourceBlob {
+                    uri,
+                    mime: str_field(r, "mimeType").filter(|s| !s.is_empty()),
+                },
+                None => Expect::Unknown(Some(kind)),
+            }
+        }
+        other => Expect::Unknown(Some(other)),
+    }
+    .require_type_if(small_json(block))
+}
+
+impl<'v> Expect<'v> {
+    /// A cut JSON rendering may end before `type`: it is required only of small blocks.
+    fn require_type_if(self, small: bool) -> Self {
+        match self {
+            Expect::Unknown(Some(_)) if !small => Expect::Unknown(None),
+            other => other,
+        }
+    }
+}
+
+/// Whether `v`'s compact JSON surely fits in half the C6 bound (an over-estimate of its size,
+/// walked with a stack so any depth is safe).
+fn small_json(v: &Value) -> bool {
+    let mut size = 0;
+    let mut stack = vec![v];
+    while let Some(v) = stack.pop() {
+        size += match v {
+            Value::String(s) => 2 + 6 * s.len(),
+            Value::Array(items) => {
+                stack.extend(items);
+                2 + items.len()
+            }
+            Value::Object(map) => {
+                stack.extend(map.values());
+                2 + map.keys().map(|k| 4 + 6 * k.len()).sum::<usize>()
+            }
+            _ => 32,
+        };
+        if size > C6_TEXT_MAX / 2 {
+            return false;
+        }
+    }
+    true
+}
+
+pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
+    let Some(blocks) = output.get("content").and_then(Value::as_array) else {
+        return shape("`content` is not an array");
+    };
+    let Some(is_error) = output.get("isError").and_then(Value::as_bool) else {
+        return shape("`isError` is not a boolean");
+    };
+    let mut out = Vec::new();
+    let mut texts = Vec::new();
+    let mut images = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => match block.get("text").and_then(Value::as_str) {
+                Some(text) => {
+                    s1(text, "a text block", &mut out);
+                    texts.push(text);
+                }
+                None => out.push(gate(
+                    Rule::F4,
+                    "text block without string text",
+                    bounded(&block.to_string(), 300).into_owned(),
+                )),
+            },
+            Some("image") => match s2_problem(block) {
+                None => images.push(str_field(block, "data").unwrap_or_default()),
+                Some(problem) => out.push(gate(
+                    Rule::S2,
+                    problem,
+                    bounded(&block.to_string(), 300).into_owned(),
+                )),
+            },
+            other => out.push(gate(
+                Rule::F4,
+                "block that is neither text nor image",
+                format!("type {other:?}"),
+            )),
+        }
+    }
+    match input.as_object() {
+        None => not_an_object(blocks, is_error, &mut out),
+        Some(result) => {
+            let want_error = matches!(result.get("isError"), Some(Value::Bool(true)));
+            if is_error != want_error {
+                out.push(gate(
+                    Rule::F3,
+                    "isError not preserved",
+                    format!("input isError {:?}, output {is_error}", result.get("isError")),
+                ));
+            }
+            let input_blocks: Vec<&Value> = match result.get("content") {
+                Some(Value::Array(items)) => items.iter().collect(),
+                None | Some(Value::Null) => {
+                    structured_content(result.get("structuredContent"), blocks, &mut out);
+                    Vec::new()
+                }
+                // A lone block where an array belongs is still that block.
+                Some(single) => vec![single],
+            };
+            blocks_match(&input_blocks, blocks, &texts, &images, &mut out);
+            payload_free(&input_blocks, &texts, &mut out);
+        }
+    }
+    if let Some(expected) = expected {
+        more_permissive(input, expected, &texts, &images, &mut out);
+    }
+    if out.is_empty() {
+        out.extend(provider_rejections(&Value::Array(blocks.clone())));
+    }
+    out
+}
+
+/// C8: a result that is not an object becomes one text block describing it, not an error.
+fn not_an_object(blocks: &[Value], is_error: bool, out: &mut Vec<Violation>) {
+    let one_text = blocks.len() == 1 && blocks[0].get("type").and_then(Value::as_str) == Some("text");
+    if !one_text {
+        out.push(gate(
+            Rule::C8,
+            "a result that is not an object is not one text block",
+            format!("{} output blocks", blocks.len()),
+        ));
+    }
+    if is_error {
+        out.push(gate(
+            Rule::F3,
+            "isError set for a result without isError",
+            "isError true".to_string(),
+        ));
+    }
+}
+
+/// C7: no `content` but an object `structuredContent` is one text block carrying its JSON.
+fn structured_content(structured: Option<&Value>, blocks: &[Value], out: &mut Vec<Violation>) {
+    let Some(Value::Object(fields)) = structured else {
+        return;
+    };
+    let text = match blocks {
+        [block] => str_field(block, "text"),
+        _ => None,
+    };
+    let Some(text) = text else {
+        out.push(gate(
+            Rule::C7,
+            "structuredContent is not one text block",
+            format!("{} output blocks", blocks.len()),
+        ));
+        return;
+    };
+    // Keys spelled the same in every JSON writer (no escapes) must appear.
+    let plain = |k: &&String| {
+        k.len() <= 100 && k.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+    };
+    if let Some(missing) = fields.keys().filter(plain).take(32).find(|k| !text.contains(k.as_str()))
+    {
+        out.push(gate(
+            Rule::C7,
+            "structuredContent not carried into the text",
+            format!("key {missing:?} missing"),
+        ));
+    }
+}
+
+/// F3 order and count, and per block F1, F2, C1–C6 and the F4 bound.
+fn blocks_match(
+    input_blocks: &[&Value],
+    blocks: &[Value],
+    texts: &[&str],
+    images: &[&str],
+    out: &mut Vec<Violation>,
+) {
+    let expects: Vec<Expect<'_>> = input_blocks.iter().map(|b| expect(b)).collect();
+    let required = expects
+        .iter()
+        .filter(|e| !matches!(e, Expect::Droppable))
+        .count();
+    if required == 0 {
+        return;
+    }
+    if !(required..=expects.len()).contains(&blocks.len()) {
+        let malformed = expects
+            .iter()
+            .any(|e| matches!(e, Expect::Unknown(_) | Expect::MalformedText));
+        let (rule, kind) = if malformed && blocks.len() < required {
+            (Rule::F5, "a malformed block took its siblings down")
+        } else {
+            (Rule::F3, "block count changed")
+        };
+        out.push(gate(
+            rule,
+            kind,
+            format!("{required} non-blank input blocks, {} output blocks", blocks.len()),
+        ));
+        // Order is lost; still no valid image and no text may be missing anywhere.
+        for e in &expects {
+            match e {
+                Expect::ValidImage(data) if !images.contains(data) => {
+                    out.push(lost_image(data));
+                }
+                Expect::Text(text) if !texts.iter().any(|t| text_survives(text, t)) => {
+                    out.push(lost_text(text));
+                }
+                _ => {}
+            }
+        }
+        return;
+    }
+    let mut j = 0;
+    let mut still_required = required;
+    for e in &expects {
+        if matches!(e, Expect::Droppable) {
+            // A kept blank block is matched only when more blocks remain than are required.
+            if blocks.len() - j > still_required {
+                j += 1;
+            }
+            continue;
+        }
+        still_required -= 1;
+        if let Some(v) = check_pair(e, &blocks[j]) {
+            // Found at another position: the block is there, the order is not (F3).
+            let elsewhere = match e {
+                Expect::ValidImage(data) => images.contains(data),
+                Expect::Text(text) => texts.iter().any(|t| text_survives(text, t)),
+                _ => false,
+            };
+            out.push(if elsewhere {
+                gate(Rule::F3, "blocks reordered", v.detail)
+            } else {
+                v
+            });
+        }
+        j += 1;
+    }
+}
+
+fn lost_image(data: &str) -> Violation {
+    gate(
+        Rule::F1,
+        "valid image lost or reordered",
+        format!("{} base64 characters", data.len()),
+    )
+}
+
+fn lost_text(text: &str) -> Violation {
+    gate(
+        Rule::F2,
+        "text lost or changed",
+        bounded(text, 300).into_owned(),
+    )
+}
+
+/// Judges one output block against the input block it stands for.
+fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
+    let text = match block.get("type").and_then(Value::as_str) {
+        Some("text") => str_field(block, "text"),
+        _ => None,
+    };
+    let bounded_by = |limit: usize, t: &str| t.len() <= limit + PREFIX_ROOM * (1 + t.lines().count());
+    // Spelled the same by every JSON writer: printable ASCII without quotes or backslashes.
+    let plain = |s: &str| {
+        s.len() <= KEEP_MAX && s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+    };
+    match (e, text) {
+        (Expect::Droppable, _) => None,
+        (Expect::ValidImage(data), _) => {
+            (str_field(block, "data") != Some(data)).then(|| lost_image(data))
+        }
+        (Expect::Text(input), Some(t)) => (!text_survives(input, t)).then(|| lost_text(input)),
+        (Expect::Text(input), None) => Some(lost_text(input)),
+        (_, None) => Some(gate(
+            Rule::F4,
+            "a non-text block did not become text",
+            bounded(&block.to_string(), 300).into_owned(),
+        )),
+        (Expect::MalformedText, Some(t)) => (!t.trim_start().starts_with('{')).then(|| {
+            gate(
+                Rule::C1,
+                "a text block without string text not rendered as its JSON",
+                bounded(t, 300).into_owned(),
+            )
+        }),
+        (Expect::Unknown(kind), Some(t)) => {
+            if !bounded_by(C6_TEXT_MAX, t) {
+                Some(gate(
+                    Rule::C6,
+                    "unknown block not bounded to 8 KiB",
+                    format!("{} bytes", t.len()),
+                ))
+            } else if kind.is_some_and(|k| plain(k) && !keeps(t, k)) {
+                Some(gate(
+                    Rule::C6,
+                    "unknown block's JSON not kept",
+                    bounded(t, 300).into_owned(),
+                ))
+            } else {
+                None
+            }
+        }
+        (_, Some(t)) if !bounded_by(PLACEHOLDER_MAX, t) => Some(gate(
+            Rule::F4,
+            "placeholder not bounded",
+            format!("{} bytes", t.len()),
+        )),
+        (Expect::InvalidImage(mime), Some(t)) => missing(
+            t,
+            &[*mime],
+            Rule::C2,
+            "invalid image placeholder without its media type",
+        ),
+        (Expect::Audio(mime), Some(t)) => missing(t, &[*mime], Rule::C3, "audio placeholder without its media type"),
+        (Expect::Link { uri, label }, Some(t)) => {
+            missing(t, &[Some(uri), *label], Rule::C4, "resource link without its label or URI")
+        }
+        (Expect::ResourceText(text), Some(t)) => (!keeps(t, text)).then(|| {
+            gate(
+                Rule::C5,
+                "embedded resource text not kept",
+                bounded(text, 300).into_owned(),
+            )
+        }),
+        (Expect::ResourceBlob { uri, mime }, Some(t)) => missing(
+            t,
+            &[Some(uri), *mime],
+            Rule::C5,
+            "embedded resource without its URI or media type",
+        ),
+    }
+}
+
+/// A violation when `text` lacks one of the (short enough) `fields`.
+fn missing(text: &str, fields: &[Option<&str>], rule: Rule, kind: &str) -> Option<Violation> {
+    fields
+        .iter()
+        .flatten()
+        .find(|f| f.len() <= KEEP_MAX && !keeps(text, f))
+        .map(|f| gate(rule, kind, format!("{:?} not in {:?}", bounded(f, 120), bounded(text, 200))))
+}
+
+/// Base64 payloads of a block (`data` and `blob` strings at any depth, 16 characters or more):
+/// F4 and C6 say they never reach text. Walked with a stack, so any depth is safe.
+pub fn payloads(block: &Value) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut stack = vec![(None, block)];
+    while let Some((key, value)) = stack.pop() {
+        match value {
+            Value::String(s) if matches!(key, Some("data" | "blob")) && s.len() >= 16 => {
+                found.push(s.as_str());
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|v| (None, v))),
+            Value::Object(map) => stack.extend(map.iter().map(|(k, v)| (Some(k.as_str()), v))),
+            _ => {}
+        }
+    }
+    found
+}
+
+/// F4: no input payload in any output text (unless the input also carried it as text).
+fn payload_free(input_blocks: &[&Value], texts: &[&str], out: &mut Vec<Violation>) {
+    let carried_as_text: Vec<&str> = input_blocks
+        .iter()
+        .filter_map(|b| str_field(b, "text").or_else(|| b.get("resource").and_then(|r| str_field(r, "text"))))
+        .collect();
+    for payload in input_blocks.iter().flat_map(|b| payloads(b)) {
+        if texts.iter().any(|t| t.contains(payload))
+            && !carried_as_text.iter().any(|t| t.contains(payload))
+        {
+            out.push(gate(
+                Rule::F4,
+                "base64 payload copied into text",
+                format!("{} characters", payload.len()),
+            ));
+            return;
+        }
+    }
+}
+
+/// Asymmetric verdicts: the SUT keeps a directive line or an image the reference does not.
+fn more_permissive(
+    input: &Value,
+    expected: &Value,
+    texts: &[&str],
+    images: &[&str],
+    out: &mut Vec<Violation>,
+) {
+    let blocks = expected.get("content").and_then(Value::as_array);
+    let reference_texts: Vec<&str> = blocks
+        .into_iter()
+        .flatten()
+        .filter_map(|b| str_field(b, "text"))
+        .collect();
+    let reference_images: Vec<&str> = blocks
+        .into_iter()
+        .flatten()
+        .filter(|b| str_field(b, "type") == Some("image"))
+        .filter_map(|b| str_field(b, "data"))
+        .collect();
+    if let Some(line) = kept_directive(text_fields(input), &reference_texts, texts) {
+        out.push(kept_directive_violation(line));
+    }
+    if images.iter().any(|d| !reference_images.contains(d)) {
+        let reasons: Vec<&str> = reference_texts
+            .iter()
+            .copied()
+            .filter(|t| t.starts_with("[image"))
+            .collect();
+        out.push(gate(
+            Rule::S2,
+            "kept an image the reference refuses",
+            bounded(&reasons.join(" "), 300).into_owned(),
+        ));
+    }
+}
+
+/// Every string of the input that may reach a text, payloads excepted (walked with a stack).
+fn text_fields(input: &Value) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut stack = vec![(None, input)];
+    while let Some((key, value)) = stack.pop() {
+        match value {
+            Value::String(s) if !matches!(key, Some("data" | "blob")) => found.push(s.as_str()),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (None, v))),
+            Value::Object(map) => stack.extend(map.iter().map(|(k, v)| (Some(k.as_str()), v))),
+            _ => {}
+        }
+    }
+    found
+}

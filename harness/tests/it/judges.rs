@@ -1,0 +1,203 @@
+//! Every rule a judge checks fires on a SUT that breaks only that rule, with the reference's
+//! own answer as the comparison (as in a campaign), and a stricter SUT is only a divergence.
+
+use normfuzz::generate::sample_images::tiny_base64;
+use normfuzz::oracle::judge::{Violation, companion, judge, judge_companion, judged_rules};
+use normfuzz::protocol::{Answer, Op};
+use normfuzz::reference::image::ImageFormat;
+use normfuzz::rule::Rule;
+use serde_json::{Value, json};
+
+fn verdicts(op: Op, input: &Value, answer: Answer) -> Vec<Violation> {
+    let reference = match normfuzz::reference::call(op, input) {
+        Ok(output) => Answer::Output(output),
+        Err(message) => Answer::Refused(message),
+    };
+    judge(op, input, &answer, &reference)
+}
+
+/// [`verdicts`] plus the metamorphic check, given the SUT's answer to the input's companion.
+fn verdicts_with(op: Op, input: &Value, answer: Answer, other: Option<Answer>) -> Vec<Violation> {
+    let mut found = verdicts(op, input, answer.clone());
+    if let (Some(_), Some(other)) = (companion(op, input), other) {
+        found.extend(judge_companion(op, &answer, &other));
+    }
+    found
+}
+
+fn gate_rules(op: Op, input: &Value, output: Value) -> Vec<Rule> {
+    verdicts(op, input, Answer::Output(output))
+        .into_iter()
+        .filter(|v| v.gate)
+        .map(|v| v.rule)
+        .collect()
+}
+
+fn png() -> &'static str {
+    tiny_base64(ImageFormat::Png)
+}
+
+/// One SUT answer per (op, rule) that breaks that rule and, as far as possible, nothing else.
+fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
+    use Op::*;
+    use Rule::*;
+    let out = |v: Value| Answer::Output(v);
+    let result = |content: Value| json!({"content": content, "isError": false});
+    let text = |t: &str| json!({"type": "text", "text": t});
+    let roots = json!(["/work"]);
+    let reply = |t: &str| json!({"text": t, "roots": roots});
+    let replied = |t: &str, media: Value| {
+        json!({"text": t, "mediaUrls": media, "audioAsVoice": false, "replyTo": null, "embeds": [], "rejectedMedia": 0})
+    };
+    let stream = |chunks: Value| json!({"chunks": chunks, "final": null, "roots": roots});
+    let delivered = |texts: &[&str], media: &[&str]| {
+        let mut d: Vec<Value> = texts.iter().map(|t| json!({"text": t, "mediaUrls": []})).collect();
+        if !media.is_empty() {
+            d.push(json!({"text": "", "mediaUrls": media}));
+        }
+        json!({"deliveries": d})
+    };
+    let url = |u: &str| json!({"url": u});
+    let allowed = json!({"allowed": true});
+    let retry = |attempt: u64, failure: Value, primary: Value, candidate: &str, images: Value| {
+        json!({"attempt": attempt, "previousFailure": failure, "primaryProvider": primary, "candidateProvider": candidate, "images": images})
+    };
+    let images = json!([{"type": "image", "data": png(), "mimeType": "image/png"}]);
+    vec![
+        // coerce_tool_result
+        (CoerceToolResult, S1, json!({"content": [text("MEDIA:/x")]}), out(result(json!([text("MEDIA:/x")])))),
+        (CoerceToolResult, S2, json!({"content": [{"type": "image"}]}), out(result(json!([{"type": "image"}])))),
+        (CoerceToolResult, F1, json!({"content": [{"type": "image", "data": png(), "mimeType": "image/png"}]}), out(result(json!([text("[image]")])))),
+        (CoerceToolResult, F2, json!({"content": [text("keep me")]}), out(result(json!([text("keep")])))),
+        (CoerceToolResult, F3, json!({"content": [text("a")], "isError": true}), out(result(json!([text("a")])))),
+        (CoerceToolResult, F3, json!({"content": [text("a"), {"type": "image", "data": png(), "mimeType": "image/png"}]}),
+            out(result(json!([{"type": "image", "data": png(), "mimeType": "image/png"}, text("a")])))),
+        (CoerceToolResult, F4, json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "n"}]}),
+            out(result(json!([{"type": "resource_link", "uri": "https://a.example/x", "name": "n"}])))),
+        (CoerceToolResult, F4, json!({"content": [{"type": "audio", "data": "QUFBQUFBQUFBQUFBQUFBQUFB", "mimeType": "audio/wav"}]}),
+            out(result(json!([text("[audio audio/wav] QUFBQUFBQUFBQUFBQUFBQUFB")])))),
+        (CoerceToolResult, F5, json!({"content": [text("a"), 5, text("b")]}), out(result(json!([text("[invalid tool result]")])))),
+        (CoerceToolResult, C1, json!({"content": [{"type": "text", "text": 5}]}), out(result(json!([text("5")])))),
+        (CoerceToolResult, C2, json!({"content": [{"type": "image", "data": "", "mimeType": "image/svg+xml"}]}), out(result(json!([text("[image omitted]")])))),
+        (CoerceToolResult, C3, json!({"content": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]}), out(result(json!([text("[audio]")])))),
+        (CoerceToolResult, C4, json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "name", "title": "Title"}]}),
+            out(result(json!([text("[name] https://a.example/x")])))),
+        (CoerceToolResult, C5, json!({"content": [{"type": "resource", "resource": {"uri": "file:///r", "text": "resource body"}}]}),
+            out(result(json!([text("[resource] file:///r")])))),
+        (CoerceToolResult, C6, json!({"content": [{"type": "widget", "x": 1}]}), out(result(json!([text("[unsupported block]")])))),
+        (CoerceToolResult, C6, json!({"content": [{"type": "widget", "x": "y".repeat(20_000)}]}),
+            out(result(json!([text(&format!("{{\"type\":\"widget\",\"x\":\"{}\"}}", "y".repeat(20_000)))])))),
+        (CoerceToolResult, C7, json!({"structuredContent": {"temperature": 21}}), out(result(json!([text("[tool returned no content]")])))),
+        (CoerceToolResult, C8, json!(5), Answer::Refused("result is not an object".into())),
+        (CoerceToolResult, C8, json!([1, 2]), out(result(json!([text("1"), text("2")])))),
+        (CoerceToolResult, Provider, json!({"content": [text(" ")]}), out(result(json!([text(" ")])))),
+        // neutralize_text
+        (NeutralizeText, S1, json!({"text": "a\nMEDIA:/x"}), out(json!({"text": "a\nMEDIA:/x"}))),
+        (NeutralizeText, S1, json!({"text": "a\n\u{1}MEDIA:/x"}), out(json!({"text": "a\n\u{1}MEDIA:/x"}))),
+        (NeutralizeText, F2, json!({"text": "hello\nworld"}), out(json!({"text": "hello\nworld!"}))),
+        (NeutralizeText, F2, json!({"text": "a\r\nb"}), out(json!({"text": "a\nb"}))),
+        (NeutralizeText, D1, json!({"text": "a\nMEDIA:/x"}), out(json!({"text": "a"}))),
+        (NeutralizeText, B2, json!({"text": "[neutralized] MEDIA:/x"}), out(json!({"text": "[neutralized] [neutralized] MEDIA:/x"}))),
+        // check_media_url
+        (CheckMediaUrl, U1, url("https://exa mple.com/"), out(allowed.clone())),
+        (CheckMediaUrl, U2, url("http://example.com/a.png"), out(allowed.clone())),
+        (CheckMediaUrl, U3, url("https://u:p@example.com/"), out(allowed.clone())),
+        (CheckMediaUrl, U4, url("https://127.1/"), out(allowed.clone())),
+        (CheckMediaUrl, U5, url("https://[::ffff:10.0.0.1]/"), out(allowed.clone())),
+        (CheckMediaUrl, U6, url("https://printer.home.arpa/"), out(allowed.clone())),
+        (CheckMediaUrl, U7, url("https://10-0-0-1.sslip.io/"), out(allowed.clone())),
+        (CheckMediaUrl, U8, url("https://example.com/"), out(json!({"allowed": true, "reason": 5}))),
+        // parse_reply
+        (ParseReply, S1, reply("hi\nMEDIA:/work/a.png"), out(replied("hi\nMEDIA:/work/a.png", json!([])))),
+        (ParseReply, S3, reply("MEDIA:/etc/passwd"), out(replied("", json!(["/etc/passwd"])))),
+        (ParseReply, D2, reply("[[audio_as_voice]] hi"), out(replied("[[audio_as_voice]] hi", json!([])))),
+        (ParseReply, D3, reply("MEDIA:/work/a.png\nMEDIA:/work/./a.png"), out(replied("", json!(["/work/a.png", "/work/./a.png"])))),
+        (ParseReply, U2, reply("MEDIA:http://example.com/a.png"), out(replied("", json!(["http://example.com/a.png"])))),
+        (ParseReply, U4, reply("MEDIA:https://10.1.2.3/a.png"), out(replied("", json!(["https://10.1.2.3/a.png"])))),
+        // normalize_stream
+        (NormalizeStream, S1, stream(json!(["ok\nMEDIA:/x"])), out(delivered(&["ok\nMEDIA:/x"], &[]))),
+        (NormalizeStream, S3, stream(json!(["MEDIA:/etc/passwd"])), out(delivered(&[], &["/etc/passwd"]))),
+        (NormalizeStream, D3, stream(json!(["MEDIA:/work/a.png\n", "MEDIA:/work/a.png"])), out(delivered(&[], &["/work/a.png", "/work/a.png"]))),
+        (NormalizeStream, S1, stream(json!(["ok\nMED", "IA:/x"])), out(delivered(&["ok\nMED", "IA:/x"], &[]))),
+        (NormalizeStream, S3, stream(json!(["see MEDIA:/work/a.png"])), out(delivered(&["see "], &["/work/a.png"]))),
+        (NormalizeStream, B3, stream(json!(["one ", "two"])), out(delivered(&["one", "two"], &[]))),
+        (NormalizeStream, U2, stream(json!(["MEDIA:http://example.com/a.png"])), out(delivered(&[], &["http://example.com/a.png"]))),
+        (NormalizeStream, U4, stream(json!(["MEDIA:https://192.168.0.1/a.png"])), out(delivered(&[], &["https://192.168.0.1/a.png"]))),
+        // resolve_retry_images
+        (ResolveRetryImages, S4, retry(1, json!("rate_limit"), json!("anthropic"), "openai", images.clone()), out(json!({"images": images}))),
+        (ResolveRetryImages, R1, retry(0, json!(null), json!("anthropic"), "anthropic", images.clone()), out(json!({"images": null}))),
+        (ResolveRetryImages, R2, retry(1, json!("format"), json!("anthropic"), "anthropic", images.clone()), out(json!({"images": images}))),
+        (ResolveRetryImages, R3, retry(1, json!("timeout"), json!("anthropic"), "google", images.clone()), out(json!({"images": images}))),
+        (ResolveRetryImages, R4, retry(1, json!("timeout"), json!(null), "anthropic", images.clone()), out(json!({"images": images}))),
+        (ResolveRetryImages, R5, retry(1, json!("rate_limit"), json!("anthropic"), "ANTHROPIC", images.clone()), out(json!({"images": null}))),
+        (ResolveRetryImages, R6, retry(1, json!("rate_limit"), json!("anthropic"), "anthropic", json!(null)), out(json!({"images": images}))),
+        // sanitize_tool_names
+        (SanitizeToolNames, P2, json!({"names": ["a b"]}), out(json!({"names": ["a b"]}))),
+        (SanitizeToolNames, P2, json!({"names": (0..25).map(|i| format!("t{i}")).collect::<Vec<_>>()}),
+            out(json!({"names": (0..25).map(|i| format!("t{i}")).collect::<Vec<_>>()}))),
+        (SanitizeToolNames, P2, json!({"names": ["x".repeat(101)]}), out(json!({"names": ["x".repeat(101)]}))),
+    ]
+}
+
+#[test]
+fn every_judged_rule_fires_on_a_sut_that_breaks_it() {
+    let cases = breaking_cases();
+    for (op, rule, input, answer) in &cases {
+        // The B3 SUT right-trims each streamed chunk: as one chunk, nothing is trimmed inside.
+        let other = (*rule == Rule::B3).then(|| {
+            Answer::Output(json!({"deliveries": [{"text": "one two", "mediaUrls": []}]}))
+        });
+        let found = verdicts_with(*op, input, answer.clone(), other);
+        assert!(
+            found.iter().any(|v| v.gate && v.rule == *rule),
+            "{op:?} {rule}: input {input}, answer {answer:?}: judged {found:?}"
+        );
+    }
+    for op in Op::ALL {
+        for rule in judged_rules(op) {
+            assert!(
+                cases.iter().any(|(o, r, ..)| o == &op && r == rule),
+                "no breaking case for {op:?} {rule}: every judged rule needs one"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_reference_passes_every_judge_on_the_breaking_inputs() {
+    for (op, rule, input, _) in breaking_cases() {
+        let Ok(output) = normfuzz::reference::call(op, &input) else {
+            continue;
+        };
+        let found = gate_rules(op, &input, output);
+        assert!(found.is_empty(), "{op:?} {rule} input {input}: reference judged {found:?}");
+    }
+}
+
+#[test]
+fn a_stricter_sut_is_only_a_divergence() {
+    // Over-neutralizing a line a wider reading may take for a directive.
+    for line in ["> MEDIA :/x", "- MEDIA:/x", "\u{2800}MEDIA:/x"] {
+        let input = json!({"text": format!("ok\n{line}")});
+        let output = json!({"text": format!("ok\n[neutralized] {line}")});
+        let found = verdicts(Op::NeutralizeText, &input, Answer::Output(output));
+        assert!(found.iter().all(|v| !v.gate), "{line:?}: {found:?}");
+        assert!(found.iter().any(|v| v.rule == Rule::Divergence), "{line:?}");
+    }
+    // Refusing a URL the reference accepts; stripping images the reference keeps.
+    let found = verdicts(Op::CheckMediaUrl, &json!({"url": "https://example.com/a.png"}), Answer::Output(json!({"allowed": false})));
+    assert_eq!(found.iter().map(|v| (v.rule, v.gate)).collect::<Vec<_>>(), [(Rule::Divergence, false)]);
+}
+
+#[test]
+fn a_more_permissive_sut_fails_under_the_reference_reason() {
+    // The reference refuses 192.0.0.1 (IETF protocol assignments); the oracle's own rows agree.
+    let found = gate_rules(Op::CheckMediaUrl, &json!({"url": "https://192.0.0.1/"}), json!({"allowed": true}));
+    assert_eq!(found, [Rule::U4]);
+    // A SUT that keeps a directive the reference neutralizes, disguised beyond a narrow reading.
+    for line in ["M\u{200B}EDIA:/x", "\u{9F}MEDIA:/x", "ＭＥＤＩＡ：/x", "\u{3000}media:/x"] {
+        let input = json!({"text": format!("ok\n{line}")});
+        let found = gate_rules(Op::NeutralizeText, &input, input.clone());
+        assert!(found.contains(&Rule::S1), "{line:?}: {found:?}");
+    }
+}

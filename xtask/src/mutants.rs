@@ -1,0 +1,194 @@
+//! `cargo xtask mutants`: the default gate (no `--strict`) against every single-bug variant of
+//! `examples/mutants/mutant.py`, and the kill matrix: which rule killed each mutant, how long it
+//! took, and the minimal input. A mutant that survives its time budget, or a faithful variant
+//! with a gate failure, fails the task.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+
+/// The variant that breaks no rule (stricter choices the spec allows).
+const FAITHFUL: &str = "faithful";
+
+/// One row of the kill matrix.
+struct Kill {
+    mutant: String,
+    rule: String,
+    killed_by: Option<String>,
+    /// Milliseconds from the campaign's start to the first case that hit the killing finding.
+    first_seen_ms: Option<u64>,
+    /// Wall time of the whole run (SUT start, campaign, shrink, report).
+    wall_ms: u128,
+    input: String,
+}
+
+pub struct Options {
+    /// Seconds each mutant may survive.
+    pub budget: f64,
+    /// Seconds the faithful variant runs.
+    pub faithful: f64,
+    /// Only these mutants (all when empty).
+    pub only: Vec<String>,
+}
+
+/// Runs the matrix; `Ok` holds the problems (survivors, a failing faithful variant), `Err` only
+/// what kept the matrix from running.
+pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<String>> {
+    let shim = root.join("examples/mutants/mutant.py");
+    let list = Command::new("python3")
+        .arg(&shim)
+        .arg("--list")
+        .output()
+        .context("cannot run python3 examples/mutants/mutant.py --list")?;
+    if !list.status.success() {
+        bail!("mutant.py --list failed: {}", String::from_utf8_lossy(&list.stderr));
+    }
+    let mut variants = Vec::new();
+    for line in String::from_utf8_lossy(&list.stdout).lines() {
+        let row: Value = serde_json::from_str(line).with_context(|| format!("bad --list line {line:?}"))?;
+        let field = |k: &str| row[k].as_str().unwrap_or_default().to_string();
+        variants.push((field("name"), field("rule")));
+    }
+    let selected: Vec<&(String, String)> = variants
+        .iter()
+        .filter(|(name, _)| options.only.is_empty() || options.only.contains(name))
+        .collect();
+    if selected.is_empty() {
+        bail!("no mutant selected (known: {})", variants.iter().map(|v| v.0.as_str()).collect::<Vec<_>>().join(", "));
+    }
+    let reports = root.join("target/mutants");
+    let sut = format!("python3 {}", shim.display());
+    let mut kills = Vec::new();
+    let mut faithful_failures = None;
+    for (i, (name, rule)) in selected.iter().enumerate() {
+        let faithful = name == FAITHFUL;
+        let seconds = if faithful { options.faithful } else { options.budget };
+        eprintln!("==> [{}/{}] {name} ({rule}), {seconds} s", i + 1, selected.len());
+        let report = reports.join(name);
+        let started = Instant::now();
+        let mut cmd = Command::new(normfuzz);
+        cmd.current_dir(root)
+            .env("NORMFUZZ_MUTANT", name)
+            .env("NORMFUZZ_BIN", normfuzz)
+            .args(["conform", "--sut", &sut, "--seed", "1", "--time"])
+            .arg(seconds.to_string())
+            .arg("--report")
+            .arg(&report)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if !faithful {
+            cmd.arg("--stop-on-gate");
+        }
+        let status = cmd.status().with_context(|| format!("cannot run normfuzz conform for {name}"))?;
+        let wall_ms = started.elapsed().as_millis();
+        if status.code() == Some(2) || status.code().is_none() {
+            bail!("normfuzz conform could not run mutant {name} ({status}); report in {}", report.display());
+        }
+        let gate = first_gate_finding(&report)?;
+        if faithful {
+            faithful_failures = Some(gate);
+            continue;
+        }
+        kills.push(Kill {
+            mutant: name.clone(),
+            rule: rule.clone(),
+            killed_by: gate.as_ref().map(|g| g["rule"].as_str().unwrap_or("?").to_string()),
+            first_seen_ms: gate.as_ref().and_then(|g| g["first_seen_ms"].as_u64()),
+            wall_ms,
+            input: gate.map(|g| bounded(&g["input"].to_string(), 90)).unwrap_or_default(),
+        });
+    }
+    let table = matrix(&kills, options.budget);
+    println!("{table}");
+    eprintln!("kill matrix in {}", reports.join("kill-matrix.md").display());
+    std::fs::create_dir_all(&reports)?;
+    std::fs::write(reports.join("kill-matrix.md"), &table)?;
+    let survivors: Vec<&str> = kills
+        .iter()
+        .filter(|k| k.killed_by.is_none() || k.wall_ms as f64 > options.budget * 1000.0)
+        .map(|k| k.mutant.as_str())
+        .collect();
+    let mut problems = Vec::new();
+    if !survivors.is_empty() {
+        problems.push(format!("mutants surviving {} s: {}", options.budget, survivors.join(", ")));
+    }
+    if let Some(Some(finding)) = &faithful_failures {
+        problems.push(format!(
+            "the faithful variant failed the gate: {} {}",
+            finding["rule"], finding["kind"]
+        ));
+    }
+    Ok(problems)
+}
+
+/// The report's first gate finding (findings are sorted gate first), if any.
+fn first_gate_finding(report: &Path) -> Result<Option<Value>> {
+    let index_path = report.join("index.json");
+    let index: Value = serde_json::from_slice(
+        &std::fs::read(&index_path).with_context(|| format!("no report at {}", index_path.display()))?,
+    )
+    .with_context(|| format!("{} is not JSON", index_path.display()))?;
+    let Some(first) = index["findings"]
+        .as_array()
+        .and_then(|f| f.iter().find(|f| f["gate"] == true))
+    else {
+        return Ok(None);
+    };
+    // The finding file holds the minimal input and the time it was first seen.
+    let id = first["id"].as_str().unwrap_or_default();
+    let file = report.join("findings").join(format!("{id}.json"));
+    let finding = std::fs::read(&file)
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .unwrap_or_else(|| first.clone());
+    let mut merged = first.clone();
+    for key in ["input", "first_seen_ms"] {
+        if let Some(v) = finding.get(key) {
+            merged[key] = v.clone();
+        }
+    }
+    Ok(Some(merged))
+}
+
+fn bounded(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    format!("{}…", s.chars().take(max).collect::<String>())
+}
+
+/// The kill matrix as Markdown, with the median time to kill.
+fn matrix(kills: &[Kill], budget: f64) -> String {
+    let mut out = String::from(
+        "| mutant | breaks | killed by | first failing case (ms) | run incl. shrink (ms) | minimal input |\n|---|---|---|---|---|---|\n",
+    );
+    for k in kills {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | `{}` |",
+            k.mutant,
+            k.rule,
+            k.killed_by.as_deref().unwrap_or("**survived**"),
+            k.first_seen_ms.map_or("-".into(), |ms| ms.to_string()),
+            k.wall_ms,
+            k.input.replace('|', "\\|").replace('`', "'"),
+        );
+    }
+    let mut times: Vec<u64> = kills.iter().filter_map(|k| k.first_seen_ms).collect();
+    times.sort_unstable();
+    let mut walls: Vec<u128> = kills.iter().map(|k| k.wall_ms).collect();
+    walls.sort_unstable();
+    let killed = kills.iter().filter(|k| k.killed_by.is_some()).count();
+    let _ = writeln!(
+        out,
+        "\n{killed} of {} mutants killed within {budget} s; median time to the first failing case {} ms, median run {} ms.",
+        kills.len(),
+        times.get(times.len() / 2).copied().unwrap_or(0),
+        walls.get(walls.len() / 2).copied().unwrap_or(0),
+    );
+    out
+}
