@@ -12,8 +12,8 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json_borrow::{ObjectAsVec, Value};
 
-use crate::reference::image::{ImageReject, validate_image};
 use crate::excerpt::bounded;
+use crate::reference::image::{ImageReject, validate_image};
 use crate::reference::json_text::{BLOCK_TEXT_MAX, render};
 use crate::reference::neutralize::{neutralize, neutralize_cow};
 
@@ -106,10 +106,51 @@ impl AgentToolResult<'_> {
     }
 }
 
-/// Parses `input` as JSON and coerces it; a parse error is the only error.
+impl AgentToolResult<'_> {
+    /// The same result owning its strings.
+    pub fn into_owned(self) -> AgentToolResult<'static> {
+        AgentToolResult {
+            content: self
+                .content
+                .into_iter()
+                .map(|block| match block {
+                    AgentBlock::Text { text } => AgentBlock::Text {
+                        text: Cow::Owned(text.into_owned()),
+                    },
+                    AgentBlock::Image(ValidImage { data, mime_type }) => {
+                        AgentBlock::Image(ValidImage {
+                            data: Cow::Owned(data.into_owned()),
+                            mime_type,
+                        })
+                    }
+                })
+                .collect(),
+            is_error: self.is_error,
+        }
+    }
+}
+
+/// Parses `input` as JSON, nested to any depth, and coerces it; a parse error is the only
+/// error. Strings are borrowed from `input` where JSON escaping allows; a document nested
+/// deeper than serde_json goes is parsed iteratively instead, and its result owns its strings.
 pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error> {
-    let value: Value<'_> = serde_json::from_str(input)?;
-    Ok(coerce_tool_result(&value))
+    use crate::protocol::json;
+    match serde_json::from_str::<Value<'_>>(input) {
+        Ok(value) => {
+            let result = coerce_tool_result(&value);
+            json::drop_borrowed(value);
+            Ok(result)
+        }
+        Err(e) if json::is_recursion_limit(&e) => {
+            let owned = json::parse_value(input.as_bytes())?;
+            let view = json::borrow(&owned);
+            let result = coerce_tool_result(&view).into_owned();
+            json::drop_borrowed(view);
+            json::drop_value(owned);
+            Ok(result)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Coerces any JSON value standing for a `CallToolResult`.
@@ -133,20 +174,25 @@ pub fn coerce_tool_result<'a>(result: &Value<'a>) -> AgentToolResult<'a> {
         Some(single) => coerce_block(single).into_iter().collect(),
     };
     if content.is_empty() {
-        content.push(empty_content_text(obj, is_error));
+        content.push(empty_content_text(result, obj, is_error));
     }
     AgentToolResult { content, is_error }
 }
 
-/// The single text block for a result whose content gave nothing to show (C7).
-fn empty_content_text<'a>(obj: &ObjectAsVec<'a>, is_error: bool) -> AgentBlock<'a> {
+/// The single text block for a result whose content gave nothing to show (C7). `result` is
+/// `obj` as a value (rendered as is: a clone would recurse over any depth).
+fn empty_content_text<'a>(
+    result: &Value<'a>,
+    obj: &ObjectAsVec<'a>,
+    is_error: bool,
+) -> AgentBlock<'a> {
     if let Some(Value::Str(kind)) = field(obj, "resultType")
         && kind == "input_required"
     {
         // MCP 2026-07-28: the tool asks the client for input; not an empty result.
         return composed(format!(
             "[tool requires input before it can return a result: {}]",
-            render(&Value::Object(obj.clone()), Some(BLOCK_TEXT_MAX))
+            render(result, Some(BLOCK_TEXT_MAX))
         ));
     }
     match field(obj, "structuredContent") {
@@ -276,4 +322,39 @@ fn string<'v>(obj: &'v ObjectAsVec<'_>, key: &str) -> Option<&'v str> {
 pub fn is_blank(text: &str) -> bool {
     text.chars()
         .all(|c| c.is_whitespace() || ('\u{1C}'..='\u{1F}').contains(&c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::json::deep_text;
+
+    /// What `normfuzz coerce` runs: a million levels of arrays or objects are coerced to a normal
+    /// result (C8, C6), never "recursion limit exceeded", and the text stays bounded.
+    #[test]
+    fn coerce_json_takes_a_million_levels() {
+        for object in [false, true] {
+            let deep = deep_text(1_000_000, object);
+            for doc in [
+                deep.clone(),
+                format!(r#"{{"content":[{deep}],"isError":true}}"#),
+            ] {
+                let result = coerce_json(&doc).expect("any depth parses");
+                let json: serde_json::Value =
+                    serde_json::from_slice(&result.to_json_bytes()).expect("output is JSON");
+                let text = json["content"][0]["text"].as_str().expect("one text block");
+                assert!(text.len() <= BLOCK_TEXT_MAX + 64, "{}", text.len());
+                assert!(!text.contains("recursion"), "{text}");
+            }
+        }
+        assert!(coerce_json(&format!("{}x", deep_text(1_000_000, false))).is_err());
+    }
+
+    #[test]
+    fn into_owned_keeps_the_result() {
+        let doc =
+            r#"{"content":[{"type":"text","text":"a\nMEDIA:/x"},{"type":"text","text":"b"}]}"#;
+        let result = coerce_json(doc).unwrap();
+        assert_eq!(result.clone().into_owned(), result);
+    }
 }

@@ -11,8 +11,8 @@ use crate::excerpt::floor_boundary;
 
 /// Budget for a block rendered as JSON text (C6), in bytes, marker included.
 pub const BLOCK_TEXT_MAX: usize = 8 * 1024;
-/// Nesting rendered before a subtree is elided; parsers already cap depth, this keeps the walk
-/// safe for values built in memory.
+/// Nesting rendered before a subtree is elided. Inputs nest to any depth (a million levels
+/// parse, see `protocol::json`); the walk recurses once per level, so this bounds its stack.
 const MAX_DEPTH: usize = 128;
 /// Strings at least this long made only of base64 characters are treated as payloads.
 const PAYLOAD_MIN_LEN: usize = 256;
