@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
 use normfuzz::runner::campaign::{Campaign, Progress};
+use normfuzz::runner::sut::SutOptions;
 
 use super::io::open_sut;
 
@@ -48,6 +49,10 @@ pub struct ConformArgs {
     /// Per-request timeout in milliseconds.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
+    /// Longest answer line in bytes; a longer one is a protocol fault and the SUT is restarted.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_answer_bytes: u64,
 }
 
 /// Exits 1 when any case fails the gate.
@@ -81,7 +86,10 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         strict: args.strict,
         stop_on_gate: args.stop_on_gate,
     };
-    let timeout = Duration::from_millis(args.timeout_ms);
+    let options = SutOptions {
+        timeout: Duration::from_millis(args.timeout_ms),
+        max_answer_bytes: usize::try_from(args.max_answer_bytes).unwrap_or(usize::MAX),
+    };
     let progress = Progress::default();
     let bar = indicatif::ProgressBar::new(campaign.cases.unwrap_or(0));
     bar.set_style(
@@ -104,7 +112,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             }
         });
         let outcome =
-            normfuzz::runner::campaign::run(&campaign, || open_sut(&args.sut, timeout), &progress);
+            normfuzz::runner::campaign::run(&campaign, || open_sut(&args.sut, options), &progress);
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
         outcome

@@ -2,20 +2,19 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use normfuzz::runner::sut::{ProcessSut, ReferenceSut, Sut};
+use normfuzz::runner::sut::{ProcessSut, ReferenceSut, Sut, SutOptions};
 use serde::Serialize;
 
 /// The SUT named on the command line: `reference` for the built-in reference in process, else
 /// a command (argv, no shell).
-pub fn open_sut(command: &str, timeout: Duration) -> Result<Box<dyn Sut>> {
+pub fn open_sut(command: &str, options: SutOptions) -> Result<Box<dyn Sut>> {
     if command == "reference" {
         return Ok(Box::new(ReferenceSut));
     }
     let argv = ProcessSut::parse_command(command)?;
-    Ok(Box::new(ProcessSut::start(argv, timeout)?))
+    Ok(Box::new(ProcessSut::start_with(argv, options)?))
 }
 
 /// The whole of `file` (standard input for `-` or none) as UTF-8.

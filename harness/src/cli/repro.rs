@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
+use normfuzz::runner::sut::SutOptions;
 
 use super::io::{open_sut, print_json};
 
@@ -19,6 +20,10 @@ pub struct ReproArgs {
     /// Per-request timeout in milliseconds.
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
+    /// Longest answer line in bytes; a longer one is a protocol fault and the SUT is restarted.
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    max_answer_bytes: u64,
 }
 
 /// Exits 1 if the finding still fails the gate.
@@ -28,6 +33,7 @@ pub fn run(args: ReproArgs) -> Result<ExitCode> {
         file,
         sut,
         timeout_ms,
+        max_answer_bytes,
     } = args;
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
@@ -39,7 +45,11 @@ pub fn run(args: ReproArgs) -> Result<ExitCode> {
         .and_then(Op::parse)
         .context("the file names no known `op`")?;
     let input = stored.get("input").context("the file has no `input`")?;
-    let mut sut = open_sut(&sut, Duration::from_millis(timeout_ms))?;
+    let options = SutOptions {
+        timeout: Duration::from_millis(timeout_ms),
+        max_answer_bytes: usize::try_from(max_answer_bytes).unwrap_or(usize::MAX),
+    };
+    let mut sut = open_sut(&sut, options)?;
     let (answer, reference, violations) =
         normfuzz::runner::campaign::replay(sut.as_mut(), op, input)?;
     let fails = violations.iter().any(|v| v.gate);
