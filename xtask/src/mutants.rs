@@ -109,7 +109,10 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
     std::fs::write(reports.join("kill-matrix.md"), &table)?;
     let survivors: Vec<&str> = kills
         .iter()
-        .filter(|k| k.killed_by.is_none() || k.wall_ms as f64 > options.budget * 1000.0)
+        .filter(|k| {
+            k.killed_by.is_none()
+                || k.first_seen_ms.is_none_or(|ms| ms as f64 > options.budget * 1000.0)
+        })
         .map(|k| k.mutant.as_str())
         .collect();
     let mut problems = Vec::new();

@@ -47,19 +47,23 @@ pub fn is_directive_line(line: &str) -> bool {
     starts_with_word(rest, false)
 }
 
-/// The wider reading: after hidden characters and a leading run of anything that is not a
-/// letter or a digit (blanks, punctuation, symbols: a Markdown quote or bullet, a bracket, `Ⓜ`),
-/// the first word is `MEDIA`, and blanks may stand before its colon (`> MEDIA :x`). Every S1
-/// directive matches it; a line carrying the D1 marker (`[neutralized] MEDIA:`) does not, its
-/// first word being `neutralized`, and neither does a `MEDIA:` after a word (D1 keeps those).
+/// The wider reading: S1's, or a line whose first word is `MEDIA` (blanks may stand before its
+/// colon: `> MEDIA :x`) to a reader that skips hidden characters and then either a leading run
+/// of anything that is not a letter or a digit (blanks, punctuation, symbols: a Markdown quote
+/// or bullet, a bracket, `Ⓜ`) or a leading run of anything outside ASCII letters and digits (a
+/// sanitizer that keeps ASCII only reads `𐗀 MEDIA:` as ` MEDIA:`). A line carrying the D1
+/// marker (`[neutralized] MEDIA:`) does not match, its first word being `neutralized`, and
+/// neither does a `MEDIA:` after an ASCII word (D1 keeps those).
 pub fn may_be_directive(line: &str) -> bool {
     if is_directive_line(line) {
         return true;
     }
     let shown = HIDDEN.replace_all(line, "");
-    let rest = NOT_WORD_START.replace(&shown, "");
-    let rest = visible(&rest);
-    starts_with_word(NOT_WORD_START.find(&rest).map_or(&rest, |m| &rest[m.end()..]), true)
+    let symbols_skipped = visible(&NOT_WORD_START.replace(&shown, ""));
+    let symbols_skipped = NOT_WORD_START.replace(&symbols_skipped, "");
+    let shown = visible(&shown);
+    let ascii_only = shown.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+    starts_with_word(&symbols_skipped, true) || starts_with_word(ascii_only, true)
 }
 
 /// Whether some line of `text` names `MEDIA` at all, in any disguise (hidden characters,
@@ -142,10 +146,19 @@ mod tests {
             "- media\u{3000}：x",
             "©MEDIA:x",
             "\u{24C2}ＭＥＤＩＡ：",
+            "\u{105C0} MEDIA:",
+            "é\u{3000}media :x",
         ] {
             assert!(may_be_directive(line), "{line:?}");
         }
-        for line in ["[neutralized] MEDIA:/x", "x MEDIA:", "MEDIAx:", "MEDIA", "1MEDIA:"] {
+        for line in [
+            "[neutralized] MEDIA:/x",
+            "x MEDIA:",
+            "MEDIAx:",
+            "MEDIA",
+            "1MEDIA:",
+            "été MEDIA:",
+        ] {
             assert!(!may_be_directive(line), "{line:?}");
         }
     }

@@ -31,7 +31,7 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::reference::media_policy::MediaRoots;
-use crate::reference::neutralize::{is_blank, is_ignorable, is_line_terminator, neutralize, reads_as_letter};
+use crate::reference::neutralize::{is_blank, is_hidden, is_line_terminator, neutralize, reads_as_letter};
 use crate::reference::reply::parse_reply;
 use crate::reference::stream::StreamNeutralizer;
 
@@ -147,12 +147,16 @@ impl<'r> Turn<'r> {
         let reply = final_reply
             .map(|text| parse_reply(text, self.roots))
             .unwrap_or_default();
-        // The stream ended mid-line (`M`, say) and the reply continues that line in the joined
-        // stream (`EDIA:/x`): the held piece opens the reply's delivery instead, and the line
-        // they make together is neutralized there (S1 on the joined stream).
+        // The stream ended mid-line (`M`, say) and the reply continues that line into a
+        // directive in the joined stream (`EDIA:/x`): the held piece opens the reply's delivery
+        // instead, and the line they make together is neutralized there (S1 on the joined stream).
         let mut reply_text = reply.text;
         if !reply_text.is_empty() && !rest.is_empty() && !rest.ends_with(is_line_terminator) {
-            reply_text = neutralize_first_line(&(std::mem::take(&mut rest) + &reply_text)).into_owned();
+            let joined = rest.clone() + &reply_text;
+            if let Cow::Owned(guarded) = neutralize_first_line(&joined) {
+                reply_text = guarded;
+                rest.clear();
+            }
         }
         match self.outcome.deliveries.last_mut() {
             Some(last) => last.text.push_str(&rest),
@@ -228,8 +232,8 @@ impl<'r> Turn<'r> {
 }
 
 /// Where in `text`'s last line a delivery may start so that no continuation makes that line a
-/// directive: at the last non-blank character, unless it reads as `M` with only ignorables after
-/// it (`EDIA:` may follow), then at the non-blank character before it (followed by a blank or an
+/// directive: at the last non-blank character, unless it reads as `M` with only hidden characters
+/// after it (`EDIA:` may follow), then at the non-blank character before it (followed by a blank or an
 /// `M`, which reads as no `E`). Any other non-blank character opens no directive (a test checks
 /// this against `directive_check`). `None` when the line has no such character.
 fn safe_start(text: &str) -> Option<usize> {
@@ -244,7 +248,7 @@ fn safe_start(text: &str) -> Option<usize> {
                 return Some(i);
             }
             closed = true;
-        } else if !is_ignorable(c) {
+        } else if !is_hidden(c) {
             closed = true;
         }
     }

@@ -114,6 +114,11 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
         (ParseReply, D3, reply("MEDIA:/work/a.png\nMEDIA:/work/./a.png"), out(replied("", json!(["/work/a.png", "/work/./a.png"])))),
         (ParseReply, U2, reply("MEDIA:http://example.com/a.png"), out(replied("", json!(["http://example.com/a.png"])))),
         (ParseReply, U4, reply("MEDIA:https://10.1.2.3/a.png"), out(replied("", json!(["https://10.1.2.3/a.png"])))),
+        (ParseReply, U1, reply("MEDIA:https://exa mple.com/a.png"), out(replied("", json!(["https://exa mple.com/a.png"])))),
+        (ParseReply, U3, reply("MEDIA:https://u@example.com/a.png"), out(replied("", json!(["https://u@example.com/a.png"])))),
+        (ParseReply, U5, reply("MEDIA:https://[::1]/a.png"), out(replied("", json!(["https://[::1]/a.png"])))),
+        (ParseReply, U6, reply("MEDIA:https://intranet/a.png"), out(replied("", json!(["https://intranet/a.png"])))),
+        (ParseReply, U7, reply("MEDIA:https://10.0.0.1.nip.io/a.png"), out(replied("", json!(["https://10.0.0.1.nip.io/a.png"])))),
         // normalize_stream
         (NormalizeStream, S1, stream(json!(["ok\nMEDIA:/x"])), out(delivered(&["ok\nMEDIA:/x"], &[]))),
         (NormalizeStream, S3, stream(json!(["MEDIA:/etc/passwd"])), out(delivered(&[], &["/etc/passwd"]))),
@@ -123,6 +128,11 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
         (NormalizeStream, B3, stream(json!(["one ", "two"])), out(delivered(&["one", "two"], &[]))),
         (NormalizeStream, U2, stream(json!(["MEDIA:http://example.com/a.png"])), out(delivered(&[], &["http://example.com/a.png"]))),
         (NormalizeStream, U4, stream(json!(["MEDIA:https://192.168.0.1/a.png"])), out(delivered(&[], &["https://192.168.0.1/a.png"]))),
+        (NormalizeStream, U1, stream(json!(["x"])), out(delivered(&[], &["https://exa mple.com/a.png"]))),
+        (NormalizeStream, U3, stream(json!(["x"])), out(delivered(&[], &["https://u@example.com/a.png"]))),
+        (NormalizeStream, U5, stream(json!(["x"])), out(delivered(&[], &["https://[fd00::1]/a.png"]))),
+        (NormalizeStream, U6, stream(json!(["x"])), out(delivered(&[], &["https://printer.local/a.png"]))),
+        (NormalizeStream, U7, stream(json!(["x"])), out(delivered(&[], &["https://127.0.0.1.sslip.io/a.png"]))),
         // resolve_retry_images
         (ResolveRetryImages, S4, retry(1, json!("rate_limit"), json!("anthropic"), "openai", images.clone()), out(json!({"images": images}))),
         (ResolveRetryImages, R1, retry(0, json!(null), json!("anthropic"), "anthropic", images.clone()), out(json!({"images": null}))),

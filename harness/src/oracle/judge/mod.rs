@@ -61,8 +61,8 @@ pub fn judged_rules(op: Op) -> &'static [Rule] {
         ],
         Op::NeutralizeText => &[S1, F2, D1, B2],
         Op::CheckMediaUrl => &[U1, U2, U3, U4, U5, U6, U7, U8],
-        Op::ParseReply => &[S1, S3, D2, D3, U2, U4],
-        Op::NormalizeStream => &[S1, S3, D3, B3, U2, U4],
+        Op::ParseReply => &[S1, S3, D2, D3, U1, U2, U3, U4, U5, U6, U7],
+        Op::NormalizeStream => &[S1, S3, D3, B3, U1, U2, U3, U4, U5, U6, U7],
         Op::ResolveRetryImages => &[S4, R1, R2, R3, R4, R5, R6],
         Op::SanitizeToolNames => &[P2],
     }
