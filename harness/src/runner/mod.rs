@@ -5,4 +5,5 @@
 pub mod campaign;
 pub mod e2e;
 pub mod report;
+pub mod shrink;
 pub mod sut;

@@ -1,0 +1,234 @@
+//! `coerce_tool_result`: S1, S2, F1–F5, C1–C8 and provider acceptance.
+//!
+//! Output blocks are matched to input blocks in order (F3: one output block per input block,
+//! blank text blocks may be dropped), and each pair is judged by what its input block is: a
+//! text must survive (F2), a valid image must pass byte-identical (F1), other blocks must become
+//! bounded text that keeps what a model needs and never a payload (C2–C6, F4).
+
+
+mod blocks;
+
+use serde_json::Value;
+
+use super::{Violation, gate, kept_directive, kept_directive_violation, s1, shape};
+use crate::excerpt::bounded;
+use crate::oracle::image::s2_problem;
+use crate::oracle::providers::provider_rejections;
+use crate::rule::Rule;
+use blocks::{blocks_match, str_field};
+
+pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
+    let Some(blocks) = output.get("content").and_then(Value::as_array) else {
+        return shape("`content` is not an array");
+    };
+    let Some(is_error) = output.get("isError").and_then(Value::as_bool) else {
+        return shape("`isError` is not a boolean");
+    };
+    let mut out = Vec::new();
+    let mut texts = Vec::new();
+    let mut images = Vec::new();
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => match block.get("text").and_then(Value::as_str) {
+                Some(text) => {
+                    s1(text, "a text block", &mut out);
+                    texts.push(text);
+                }
+                None => out.push(gate(
+                    Rule::F4,
+                    "text block without string text",
+                    bounded(&block.to_string(), 300).into_owned(),
+                )),
+            },
+            Some("image") => match s2_problem(block) {
+                None => images.push(str_field(block, "data").unwrap_or_default()),
+                Some(problem) => out.push(gate(
+                    Rule::S2,
+                    problem,
+                    bounded(&block.to_string(), 300).into_owned(),
+                )),
+            },
+            other => out.push(gate(
+                Rule::F4,
+                "block that is neither text nor image",
+                format!("type {other:?}"),
+            )),
+        }
+    }
+    match input.as_object() {
+        None => not_an_object(blocks, is_error, &mut out),
+        Some(result) => {
+            let want_error = matches!(result.get("isError"), Some(Value::Bool(true)));
+            if is_error != want_error {
+                out.push(gate(
+                    Rule::F3,
+                    "isError not preserved",
+                    format!("input isError {:?}, output {is_error}", result.get("isError")),
+                ));
+            }
+            let input_blocks: Vec<&Value> = match result.get("content") {
+                Some(Value::Array(items)) => items.iter().collect(),
+                None | Some(Value::Null) => {
+                    structured_content(result.get("structuredContent"), blocks, &mut out);
+                    Vec::new()
+                }
+                // A lone block where an array belongs is still that block.
+                Some(single) => vec![single],
+            };
+            blocks_match(&input_blocks, blocks, &texts, &images, &mut out);
+            payload_free(&input_blocks, &texts, &mut out);
+        }
+    }
+    if let Some(expected) = expected {
+        more_permissive(input, expected, &texts, &images, &mut out);
+    }
+    if out.is_empty() {
+        out.extend(provider_rejections(&Value::Array(blocks.clone())));
+    }
+    out
+}
+
+/// C8: a result that is not an object becomes one text block describing it, not an error.
+fn not_an_object(blocks: &[Value], is_error: bool, out: &mut Vec<Violation>) {
+    let one_text = blocks.len() == 1 && blocks[0].get("type").and_then(Value::as_str) == Some("text");
+    if !one_text {
+        out.push(gate(
+            Rule::C8,
+            "a result that is not an object is not one text block",
+            format!("{} output blocks", blocks.len()),
+        ));
+    }
+    if is_error {
+        out.push(gate(
+            Rule::F3,
+            "isError set for a result without isError",
+            "isError true".to_string(),
+        ));
+    }
+}
+
+/// C7: no `content` but an object `structuredContent` is one text block carrying its JSON.
+fn structured_content(structured: Option<&Value>, blocks: &[Value], out: &mut Vec<Violation>) {
+    let Some(Value::Object(fields)) = structured else {
+        return;
+    };
+    let text = match blocks {
+        [block] => str_field(block, "text"),
+        _ => None,
+    };
+    let Some(text) = text else {
+        out.push(gate(
+            Rule::C7,
+            "structuredContent is not one text block",
+            format!("{} output blocks", blocks.len()),
+        ));
+        return;
+    };
+    // Keys spelled the same in every JSON writer (no escapes) must appear.
+    let plain = |k: &&String| {
+        k.len() <= 100 && k.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+    };
+    if let Some(missing) = fields.keys().filter(plain).take(32).find(|k| !text.contains(k.as_str()))
+    {
+        out.push(gate(
+            Rule::C7,
+            "structuredContent not carried into the text",
+            format!("key {missing:?} missing"),
+        ));
+    }
+}
+
+/// Every string of `v` with the key it stands under, walked with a stack so any depth is safe.
+fn strings(v: &Value) -> Vec<(Option<&str>, &str)> {
+    let mut found = Vec::new();
+    let mut stack = vec![(None, v)];
+    while let Some((key, value)) = stack.pop() {
+        match value {
+            Value::String(s) => found.push((key, s.as_str())),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (None, v))),
+            Value::Object(map) => stack.extend(map.iter().map(|(k, v)| (Some(k.as_str()), v))),
+            _ => {}
+        }
+    }
+    found
+}
+
+fn is_payload_key(key: Option<&str>) -> bool {
+    matches!(key, Some("data" | "blob"))
+}
+
+/// Base64 payloads of a block (`data` and `blob` strings at any depth, 16 characters or more):
+/// F4 and C6 say they never reach text.
+pub fn payloads(block: &Value) -> Vec<&str> {
+    strings(block)
+        .into_iter()
+        .filter(|(key, s)| is_payload_key(*key) && s.len() >= 16)
+        .map(|(_, s)| s)
+        .collect()
+}
+
+/// F4: no input payload in any output text (unless the input also carried it as text).
+fn payload_free(input_blocks: &[&Value], texts: &[&str], out: &mut Vec<Violation>) {
+    let carried_as_text: Vec<&str> = input_blocks
+        .iter()
+        .filter_map(|b| str_field(b, "text").or_else(|| b.get("resource").and_then(|r| str_field(r, "text"))))
+        .collect();
+    for payload in input_blocks.iter().flat_map(|b| payloads(b)) {
+        if texts.iter().any(|t| t.contains(payload))
+            && !carried_as_text.iter().any(|t| t.contains(payload))
+        {
+            out.push(gate(
+                Rule::F4,
+                "base64 payload copied into text",
+                format!("{} characters", payload.len()),
+            ));
+            return;
+        }
+    }
+}
+
+/// Asymmetric verdicts: the SUT keeps a directive line or an image the reference does not.
+fn more_permissive(
+    input: &Value,
+    expected: &Value,
+    texts: &[&str],
+    images: &[&str],
+    out: &mut Vec<Violation>,
+) {
+    let blocks = expected.get("content").and_then(Value::as_array);
+    let reference_texts: Vec<&str> = blocks
+        .into_iter()
+        .flatten()
+        .filter_map(|b| str_field(b, "text"))
+        .collect();
+    let reference_images: Vec<&str> = blocks
+        .into_iter()
+        .flatten()
+        .filter(|b| str_field(b, "type") == Some("image"))
+        .filter_map(|b| str_field(b, "data"))
+        .collect();
+    if let Some(line) = kept_directive(text_fields(input), &reference_texts, texts) {
+        out.push(kept_directive_violation(line));
+    }
+    if images.iter().any(|d| !reference_images.contains(d)) {
+        let reasons: Vec<&str> = reference_texts
+            .iter()
+            .copied()
+            .filter(|t| t.starts_with("[image"))
+            .collect();
+        out.push(gate(
+            Rule::S2,
+            "kept an image the reference refuses",
+            bounded(&reasons.join(" "), 300).into_owned(),
+        ));
+    }
+}
+
+/// Every string of the input that may reach a text, payloads excepted.
+fn text_fields(input: &Value) -> Vec<&str> {
+    strings(input)
+        .into_iter()
+        .filter(|(key, _)| !is_payload_key(*key))
+        .map(|(_, s)| s)
+        .collect()
+}
