@@ -1,4 +1,4 @@
-//! SUT protocol v1 (`shared/spec/sut-protocol.md`): JSON Lines over stdio between normfuzz and a
+//! SUT protocol v1 (`docs/spec/sut-protocol.md`): JSON Lines over stdio between normfuzz and a
 //! system under test. A published contract: these types are its exact wire form.
 
 use serde::{Deserialize, Serialize};

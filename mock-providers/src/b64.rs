@@ -9,7 +9,7 @@ use base64::engine::{DecodePaddingMode, general_purpose};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
     /// Anthropic (and Claude behind Bedrock): strict RFC 4648 — standard alphabet, canonical padding,
-    /// zero trailing bits, no whitespace. [INF] research §1.5: tolerance undocumented; strict is the
+    /// zero trailing bits, no whitespace. [INF] docs/research/providers.md §1.5: tolerance undocumented; strict is the
     /// only input known to be safe, and the brief asks for strict.
     Strict,
     /// OpenAI data URLs. [INF] Python `base64.b64decode`: padding required, trailing bits ignored.

@@ -4,7 +4,7 @@
 //! error envelope, message text (with the real field path) and request-id header, or accepts. The HTTP
 //! server ([`server`]) calls the very same function, then answers accepted requests from a script of
 //! turns in the provider's JSON or streaming format. Evidence for every rule is in
-//! `shared/spec/research/providers.md`; wording marked `[INF]` next to the code is inferred, not observed.
+//! `docs/research/providers.md`; wording marked `[INF]` next to the code is inferred, not observed.
 //!
 //! The validation code is independent of the reference normalizer in `harness` (no shared image, base64
 //! or URL code): two oracles, so that one bug cannot hide in both.

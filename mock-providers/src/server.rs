@@ -237,7 +237,7 @@ impl State {
             request,
             &json!({"accepted": false, "status": status, "body": body}),
         ));
-        // `streamGenerateContent` without `alt=sse` wraps errors in a one-element array (research §4.5).
+        // `streamGenerateContent` without `alt=sse` wraps errors in a one-element array (docs/research/providers.md §4.5).
         let body = match gemini_framing(provider, request) {
             Some(gemini::Framing::Array) => json!([body]),
             _ => body,

@@ -18,7 +18,7 @@ const PREFIX_CHARS: usize = 4 * 1024;
 /// An image format every target provider accepts.
 ///
 /// GIF is deliberately absent although spec rule S2 lists it: Gemini refuses it ("MIME type must
-/// be image/png, image/jpeg, image/webp, image/heic, or image/heif", providers.md §4.2), so a GIF
+/// be image/png, image/jpeg, image/webp, image/heic, or image/heif", docs/research/providers.md §4.2), so a GIF
 /// passed through would poison a Gemini session. A GIF becomes a C2 placeholder instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFormat {

@@ -540,7 +540,10 @@ mod tests {
     fn controls_are_hidden_anywhere_in_the_word() {
         for (input, want) in [
             ("\u{1}MEDIA:/x", "\u{1}[neutralized] MEDIA:/x"),
-            ("\u{7F}\u{9F} MEDIA:/x", "\u{7F}\u{9F} [neutralized] MEDIA:/x"),
+            (
+                "\u{7F}\u{9F} MEDIA:/x",
+                "\u{7F}\u{9F} [neutralized] MEDIA:/x",
+            ),
             ("ME\u{1}DIA:/x", "[neutralized] ME\u{1}DIA:/x"),
             ("MEDIA\u{0}:/x", "[neutralized] MEDIA\u{0}:/x"),
             ("MEDI\u{85}A:/x", "MEDI\u{85}A:/x"),
@@ -548,10 +551,18 @@ mod tests {
             assert_eq!(n(input), want, "{input:?}");
         }
         // Every ASCII control before the colon reaches the backward check on the SIMD path too.
-        for c in (0u8..0x20).chain([0x7F]).map(char::from).filter(|&c| !is_line_terminator(c)) {
+        for c in (0u8..0x20)
+            .chain([0x7F])
+            .map(char::from)
+            .filter(|&c| !is_line_terminator(c))
+        {
             let input = format!("{}MEDIA{c}:/x", "padding ".repeat(8));
             assert_eq!(n(&input), input, "not at a line start");
-            let input = format!("{}\nMEDIA{c}:/x{}", "padding ".repeat(8), " tail".repeat(20));
+            let input = format!(
+                "{}\nMEDIA{c}:/x{}",
+                "padding ".repeat(8),
+                " tail".repeat(20)
+            );
             assert!(n(&input).contains(MARKER), "{c:?}");
         }
     }

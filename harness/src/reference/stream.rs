@@ -19,8 +19,7 @@
 use std::borrow::Cow;
 
 use crate::reference::neutralize::{
-    MARKER, is_blank, is_colon_like, is_hidden, is_line_terminator, neutralize_cow,
-    reads_as_letter,
+    MARKER, is_blank, is_colon_like, is_hidden, is_line_terminator, neutralize_cow, reads_as_letter,
 };
 
 const WORD: [char; 5] = ['M', 'E', 'D', 'I', 'A'];

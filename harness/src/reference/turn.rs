@@ -31,7 +31,9 @@ use std::collections::HashSet;
 use serde::{Deserialize, Serialize};
 
 use crate::reference::media_policy::MediaRoots;
-use crate::reference::neutralize::{is_blank, is_hidden, is_line_terminator, neutralize, reads_as_letter};
+use crate::reference::neutralize::{
+    is_blank, is_hidden, is_line_terminator, neutralize, reads_as_letter,
+};
 use crate::reference::reply::parse_reply;
 use crate::reference::stream::StreamNeutralizer;
 

@@ -54,10 +54,10 @@ pub fn route_for_model<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference::coerce::coerce_json;
-    use crate::oracle::directive::directive_lines;
-    use crate::reference::image::ImageFormat;
     use crate::generate::sample_images::tiny_base64;
+    use crate::oracle::directive::directive_lines;
+    use crate::reference::coerce::coerce_json;
+    use crate::reference::image::ImageFormat;
 
     fn result(input: &str) -> AgentToolResult<'_> {
         coerce_json(input).expect("valid JSON")

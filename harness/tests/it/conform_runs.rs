@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use normfuzz::rule::Rule;
 use normfuzz::protocol::Op;
+use normfuzz::rule::Rule;
 use normfuzz::runner::campaign::{Campaign, Outcome, Progress, run};
 use normfuzz::runner::sut::{ProcessSut, ReferenceSut};
 
@@ -120,10 +120,16 @@ fn faulty_sut_is_survived_reported_and_restarted() {
         .collect();
     // Crashes and hangs are B1 (their kind tells them apart); a garbled answer is `protocol`.
     for fault in [Rule::B1, Rule::Protocol] {
-        assert!(found.iter().any(|(r, _)| *r == fault), "{fault} not reported: {found:?}");
+        assert!(
+            found.iter().any(|(r, _)| *r == fault),
+            "{fault} not reported: {found:?}"
+        );
     }
     for kind in ["process exited", "no answer in time"] {
-        assert!(found.iter().any(|(_, k)| *k == kind), "{kind} not reported: {found:?}");
+        assert!(
+            found.iter().any(|(_, k)| *k == kind),
+            "{kind} not reported: {found:?}"
+        );
     }
 }
 

@@ -1,8 +1,8 @@
-//! Bedrock Converse (`POST /model/{modelId}/converse` and `/converse-stream`), research §5, answering as
+//! Bedrock Converse (`POST /model/{modelId}/converse` and `/converse-stream`), docs/research/providers.md §5, answering as
 //! a Claude model does behind Bedrock (the strictest family observed: declared format checked against
 //! the bytes, 5 MB measured on base64). Other model families are not modelled.
 //!
-//! Two layers, as measured live (research §5.3): Smithy constraint validation of the whole request
+//! Two layers, as measured live (docs/research/providers.md §5.3): Smithy constraint validation of the whole request
 //! (every violation listed, `N validation error(s) detected: ...`, 1-based `member` paths [INF]), then
 //! Bedrock's own checks and the model's, the latter prefixed `The model returned the following errors: `.
 
@@ -25,7 +25,7 @@ const VALIDATION: &str = "ValidationException:http://internal.amazon.com/coral/c
 const SERIALIZATION: &str =
     "SerializationException:http://internal.amazon.com/coral/com.amazon.coral.service/";
 
-/// The error catalogue (research §5.3): verbatim where observed, `[INF]` otherwise.
+/// The error catalogue (docs/research/providers.md §5.3): verbatim where observed, `[INF]` otherwise.
 mod msg {
     pub const MODEL_PREFIX: &str = "The model returned the following errors: ";
     pub const UNDECODABLE: &str = "Could not process image"; // [INF] Anthropic's E11 behind the prefix
@@ -73,7 +73,7 @@ mod msg {
             "The number of toolResult blocks at messages.{i}.content exceeds the number of toolUse blocks of previous turn."
         )
     }
-    /// [INF] not observed; the documented limit (research §5.2).
+    /// [INF] not observed; the documented limit (docs/research/providers.md §5.2).
     pub fn too_many_images(n: usize, max: usize) -> String {
         format!("Too many images in the request: {n} > {max}. You can include up to {max} images.")
     }
@@ -225,7 +225,7 @@ fn smithy_image<'a>(
             violations.push(msg::not_null(&format!("{path}.format")));
             ""
         }
-        // Case-sensitive: `JPEG`, `jpg` and `""` are refused (research §5.3).
+        // Case-sensitive: `JPEG`, `jpg` and `""` are refused (docs/research/providers.md §5.3).
         Some(Value::String(f)) if FORMATS.contains(&f.as_str()) => f,
         Some(Value::String(f)) => {
             violations.push(msg::not_in_enum(
@@ -357,7 +357,7 @@ pub(crate) fn tool_result_request(blocks: &[AgentBlock]) -> Value {
     ]})
 }
 
-/// Converse answer: JSON, or (for `/converse-stream`) binary AWS event-stream frames (research §5.4).
+/// Converse answer: JSON, or (for `/converse-stream`) binary AWS event-stream frames (docs/research/providers.md §5.4).
 pub(crate) fn reply(turn: &Turn, stream: bool) -> Reply {
     let usage = json!({"inputTokens": 25, "outputTokens": 15, "totalTokens": 40});
     let metrics = json!({"latencyMs": 1});

@@ -1,8 +1,8 @@
-//! Gemini `generateContent` / `streamGenerateContent` (research §4).
+//! Gemini `generateContent` / `streamGenerateContent` (docs/research/providers.md §4).
 //!
 //! Proto3 JSON semantics: camelCase and snake_case field names are both accepted, `data` is proto `bytes`
 //! (standard or URL-safe base64, padding optional), and paths in messages use the proto (snake_case)
-//! names. No declared-type-vs-bytes check (no evidence, research §4.2); bytes that are no image fail.
+//! names. No declared-type-vs-bytes check (no evidence, docs/research/providers.md §4.2); bytes that are no image fail.
 
 use super::{AgentBlock, url_scheme};
 use crate::b64::{self, Flavor};
@@ -12,11 +12,11 @@ use crate::script::{Piece, Reply, Turn, splice, sse};
 use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 
-/// Inline request limit: 100 MB since 2026-01 (research §4.2). [INF] MiB, on the whole body.
+/// Inline request limit: 100 MB since 2026-01 (docs/research/providers.md §4.2). [INF] MiB, on the whole body.
 const MAX_REQUEST_BYTES: usize = 100 * 1024 * 1024;
-/// Gemini 2.x limit (research §4.2, from docs).
+/// Gemini 2.x limit (docs/research/providers.md §4.2, from docs).
 const MAX_IMAGES: usize = 3600;
-/// The image types of research §4.2 (GIF is not among them); case-sensitive. [INF]
+/// The image types of docs/research/providers.md §4.2 (GIF is not among them); case-sensitive. [INF]
 const IMAGE_TYPES: [&str; 5] = [
     "image/png",
     "image/jpeg",
@@ -37,7 +37,7 @@ const DATA_FIELDS: [(&str, &str); 7] = [
     ("codeExecutionResult", "code_execution_result"),
 ];
 
-/// The error catalogue (research §4.4): verbatim where observed, `[INF]` otherwise.
+/// The error catalogue (docs/research/providers.md §4.4): verbatim where observed, `[INF]` otherwise.
 mod msg {
     pub const UNPROCESSABLE: &str = "Unable to process input image. Please retry or report in https://developers.generativeai.google/guide/troubleshooting";
     pub const INVALID_ARGUMENT: &str = "Request contains an invalid argument.";
@@ -80,11 +80,11 @@ mod msg {
     pub fn empty_function_name(path: &str) -> String {
         format!("* GenerateContentRequest.{path}.function_response.name: Name cannot be empty.\n")
     }
-    /// [INF] research §8: not observed.
+    /// [INF] docs/research/providers.md §8: not observed.
     pub fn too_many_images(n: usize, max: usize) -> String {
         format!("* GenerateContentRequest.contents: too many images in the request: {n} > {max}\n")
     }
-    /// research §4.2 (2023 observation, limit updated). [INF] status.
+    /// docs/research/providers.md §4.2 (2023 observation, limit updated). [INF] status.
     pub fn too_large(max: usize) -> String {
         format!("Request payload size exceeds the limit: {max} bytes.")
     }
@@ -198,7 +198,7 @@ fn blob_object<'a>(path: &str, v: &'a Value) -> Result<&'a Map<String, Value>, R
         .ok_or_else(|| reject(msg::bad_value(path, "Blob", &v.to_string())))
 }
 
-/// File URIs: Files API and public `https` (since 2026-01), `gs://` (research §4.3). Never fetched.
+/// File URIs: Files API and public `https` (since 2026-01), `gs://` (docs/research/providers.md §4.3). Never fetched.
 /// [INF] Anything else (e.g. `http:`) is answered with the generic invalid-argument message.
 fn check_file_data(v: &Value) -> Checked {
     let uri = v
@@ -334,7 +334,7 @@ pub(crate) fn tool_result_request(blocks: &[AgentBlock]) -> Value {
             AgentBlock::Other(v) => parts.push((*v).clone()),
         }
     }
-    // Multimodal function response (research §4.1): text in `response`, media in `parts`.
+    // Multimodal function response (docs/research/providers.md §4.1): text in `response`, media in `parts`.
     let mut response = json!({"name": "tool", "response": {"content": texts}});
     if !parts.is_empty() {
         response["parts"] = Value::Array(parts);

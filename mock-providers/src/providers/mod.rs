@@ -18,7 +18,7 @@ use serde_json::Value;
 ///
 /// Each block lands where that provider's runtimes put it. Any other block is carried verbatim (or, where
 /// the wire format has no generic slot, as its JSON text) so the provider judges it. OpenAI Chat cannot
-/// carry images in a `tool` message (research §2.1), so its images go in the next `user` message, as
+/// carry images in a `tool` message (docs/research/providers.md §2.1), so its images go in the next `user` message, as
 /// agent runtimes do.
 pub fn tool_result_request(provider: Provider, blocks: &Value) -> Vec<u8> {
     let blocks = agent_blocks(blocks);

@@ -1,4 +1,4 @@
-//! Ollama `POST /api/chat` (research §6). The server is Go: the body is decoded by `encoding/json`
+//! Ollama `POST /api/chat` (docs/research/providers.md §6). The server is Go: the body is decoded by `encoding/json`
 //! (first JSON value only; trailing bytes ignored), `images` entries are `[]byte` (base64 via
 //! `StdEncoding`). No declared type exists, so bytes are not sniffed (no evidence of a check).
 
@@ -8,12 +8,12 @@ use crate::script::{Piece, Reply, Turn, splice};
 use crate::verdict::{Checked, Rejection};
 use serde_json::{Value, json};
 
-/// [INF] model names served by the single-image `mllama` architecture (research §6.2).
+/// [INF] model names served by the single-image `mllama` architecture (docs/research/providers.md §6.2).
 const SINGLE_IMAGE_MODELS: [&str; 1] = ["llama3.2-vision"];
 /// Scripted answers carry a fixed timestamp: nothing reads it, and it keeps answers reproducible.
 const CREATED_AT: &str = "2025-01-01T00:00:00.000000000Z";
 
-/// The error catalogue (research §6.2): verbatim where observed or read from source, `[INF]` otherwise.
+/// The error catalogue (docs/research/providers.md §6.2): verbatim where observed or read from source, `[INF]` otherwise.
 mod msg {
     pub const MISSING_BODY: &str = "missing request body";
     pub const MODEL_REQUIRED: &str = "model is required"; // [INF] from memory

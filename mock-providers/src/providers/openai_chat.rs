@@ -1,4 +1,4 @@
-//! OpenAI Chat Completions (`POST /v1/chat/completions`, research §2). The envelope, the parameter
+//! OpenAI Chat Completions (`POST /v1/chat/completions`, docs/research/providers.md §2). The envelope, the parameter
 //! checks and the image rule it shares with Responses are in `openai_common`.
 
 use super::openai_common::{
@@ -11,7 +11,7 @@ use crate::script::{Piece, Reply, Turn, splice, split_json, sse};
 use crate::verdict::Checked;
 use serde_json::{Value, json};
 
-/// The Chat Completions error catalogue (research §2.4): verbatim where observed, `[INF]` otherwise.
+/// The Chat Completions error catalogue (docs/research/providers.md §2.4): verbatim where observed, `[INF]` otherwise.
 mod msg {
     pub use crate::providers::openai_common::msg::bad_value;
 

@@ -1,7 +1,7 @@
-//! What OpenAI Chat Completions (research §2) and Responses (research §3) share: the error envelope,
+//! What OpenAI Chat Completions (docs/research/providers.md §2) and Responses (docs/research/providers.md §3) share: the error envelope,
 //! the parameter checks, the data-URL image rule and the pieces of the scripted answers.
 //!
-//! OpenAI does not compare a data URL's label with the bytes (research §2.2): only bytes that are not
+//! OpenAI does not compare a data URL's label with the bytes (docs/research/providers.md §2.2): only bytes that are not
 //! PNG/JPEG/GIF/WebP are refused. `http(s)` image URLs are accepted without fetching (documented choice:
 //! the real API would download them; this mock never fetches a URL found in a request).
 
@@ -13,13 +13,13 @@ use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// 20 MB per image, 50 MB of image bytes per request (research §2.2). [INF] MiB, decoded bytes.
+/// 20 MB per image, 50 MB of image bytes per request (docs/research/providers.md §2.2). [INF] MiB, decoded bytes.
 const MAX_IMAGE_BYTES: usize = 20 * 1024 * 1024;
 const MAX_REQUEST_IMAGE_BYTES: usize = 50 * 1024 * 1024;
 /// [INF] the newer documented limit (1,500; older docs: 500).
 const MAX_IMAGES: usize = 1500;
 
-/// The error catalogue shared by both APIs (research §2.4, §3.2): verbatim where observed, `[INF]`
+/// The error catalogue shared by both APIs (docs/research/providers.md §2.4, §3.2): verbatim where observed, `[INF]`
 /// otherwise. Each API's own entries are in its module.
 pub(super) mod msg {
     /// [INF] from memory: the API's answer to a body that is not JSON.
@@ -54,7 +54,7 @@ pub(super) mod msg {
             "Invalid '{param}'. Expected a base64-encoded data URL with an image MIME type (e.g. 'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got empty base64-encoded bytes."
         ) // §3.2
     }
-    /// [INF] no observed text for either limit (research §8).
+    /// [INF] no observed text for either limit (docs/research/providers.md §8).
     pub fn too_many_images(n: usize, max: usize) -> String {
         format!(
             "Invalid request: {n} images were provided, but at most {max} images are allowed per request."

@@ -1,4 +1,4 @@
-//! OpenAI Responses (`POST /v1/responses`, research §3). The envelope, the parameter checks and the
+//! OpenAI Responses (`POST /v1/responses`, docs/research/providers.md §3). The envelope, the parameter checks and the
 //! image rule it shares with Chat Completions are in `openai_common`.
 
 use super::openai_common::{
@@ -11,7 +11,7 @@ use crate::script::{Piece, Reply, Turn, splice, split_json, sse};
 use crate::verdict::Checked;
 use serde_json::{Value, json};
 
-/// The Responses error catalogue (research §3.2): verbatim where observed, `[INF]` otherwise.
+/// The Responses error catalogue (docs/research/providers.md §3.2): verbatim where observed, `[INF]` otherwise.
 mod msg {
     pub use crate::providers::openai_common::msg::bad_value;
 
@@ -176,7 +176,7 @@ pub(crate) fn tool_result_request(blocks: &[AgentBlock]) -> Value {
     })
 }
 
-/// Responses answer: a `response` object, or its named SSE events (research §3.3).
+/// Responses answer: a `response` object, or its named SSE events (docs/research/providers.md §3.3).
 pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
     let model = text_of(request.get("model").unwrap_or(&Value::Null));
     let resp_id = format!("resp_{}", ids::short());

@@ -1,10 +1,10 @@
 //! Special-purpose IP address blocks (rules U4, U5) as data.
 //!
-//! Hand-written from the IANA IPv4/IPv6 Special-Purpose Address Registries (anchors.md §4.1/§4.2):
+//! Hand-written from the IANA IPv4/IPv6 Special-Purpose Address Registries (docs/research/anchors.md §4.1/§4.2):
 //! these tables are the product, and every row is unit-tested.
 //!
 //! The policy refuses an address in ANY row, whatever its Globally Reachable flag: the anycast,
-//! AS112, AMT and ORCHIDv2 rows are public but a media fetcher never needs them (anchors.md §4.6).
+//! AS112, AMT and ORCHIDv2 rows are public but a media fetcher never needs them (docs/research/anchors.md §4.6).
 //! The one exception is a row that embeds an IPv4 address ([`SpecialRange::embeds`]): U5 judges
 //! that IPv4 address instead. When rows nest, the longest prefix decides.
 
@@ -22,7 +22,7 @@ pub struct SpecialRange {
     /// The registry's "Globally Reachable" column; `None` where it says N/A or is blank
     /// (deprecated rows). Kept as data only: the policy refuses the block either way.
     pub globally_reachable: Option<bool>,
-    /// False for blocks anchors.md §4.1/§4.2 says to refuse that are not rows of the
+    /// False for blocks docs/research/anchors.md §4.1/§4.2 says to refuse that are not rows of the
     /// special-purpose registries (multicast, site-local, IPv4-compatible, outside 2000::/3).
     pub in_registry: bool,
     /// Where an IPv6 block carries an IPv4 address that U5 judges instead of the block.
@@ -118,7 +118,7 @@ const IANA: bool = true;
 const EXTRA: bool = false;
 
 /// IPv4 Special-Purpose Address Registry (registry "Last Updated" 2025-10-09), then multicast.
-/// The 192.88.99.2/32 flags are recalled, not read from a copy (anchors.md ⚠).
+/// The 192.88.99.2/32 flags are recalled, not read from a copy (docs/research/anchors.md ⚠).
 #[rustfmt::skip]
 pub static IPV4: &[SpecialRange] = &[
     v4!(0, 0, 0, 0 / 8, "This network", "RFC 791 §3.2", F, IANA),
@@ -152,8 +152,8 @@ pub static IPV4: &[SpecialRange] = &[
     v4!(224, 0, 0, 0 / 4, "Multicast", "RFC 5771", F, EXTRA),
 ];
 
-/// IPv6 Special-Purpose Address Registry, then the blocks anchors.md §4.2 adds.
-/// Flags of 100:0:0:1::/64, 2001:1::3/128 and 2001:30::/28 are partly recalled (anchors.md ⚠).
+/// IPv6 Special-Purpose Address Registry, then the blocks docs/research/anchors.md §4.2 adds.
+/// Flags of 100:0:0:1::/64, 2001:1::3/128 and 2001:30::/28 are partly recalled (docs/research/anchors.md ⚠).
 #[rustfmt::skip]
 pub static IPV6: &[SpecialRange] = &[
     v6!("::1" = [0, 0, 0, 0, 0, 0, 0, 1], 128, "Loopback Address", "RFC 4291", F, IANA, None),

@@ -254,7 +254,7 @@ fn just_outside_every_row_is_accepted_when_public() {
     assert!(accepted >= 40, "only {accepted} public neighbours checked");
 }
 
-/// anchors.md §4.6: rows the registry marks globally reachable are refused all the same.
+/// docs/research/anchors.md §4.6: rows the registry marks globally reachable are refused all the same.
 #[test]
 fn globally_reachable_rows_are_refused_too() {
     let global: Vec<_> = IPV4
@@ -352,7 +352,7 @@ fn seed_vectors() {
     expect("https://example.com/a.png", Reason::Ok, None);
 }
 
-/// openclaw-normalizers.md §3.5, "new allowed" column.
+/// docs/research/openclaw-normalizers.md §3.5, "new allowed" column.
 #[test]
 fn openclaw_decision_table() {
     for url in [
@@ -439,7 +439,7 @@ fn openclaw_decision_table() {
     }
 }
 
-/// anchors.md §4.3, every entry that can be written as an https URL.
+/// docs/research/anchors.md §4.3, every entry that can be written as an https URL.
 #[test]
 fn ssrf_bypass_catalogue() {
     let ip: &[(&str, Option<&str>)] = &[

@@ -24,8 +24,8 @@ use serde::Serialize;
 
 use super::libfuzzer::{FuzzRun, Status};
 use super::matrix::{Cell, State};
-use crate::rule::Rule;
 use super::view::{CampaignView, E2eView};
+use crate::rule::Rule;
 use crate::runner::campaign::Finding;
 
 /// Bytes of each JSON value and detail in a failure body; the finding's file has all of it.

@@ -1,11 +1,11 @@
-//! Anthropic's scripted answers to accepted requests: a message, or the SSE event flow of research §1.10.
+//! Anthropic's scripted answers to accepted requests: a message, or the SSE event flow of docs/research/providers.md §1.10.
 
 use crate::ids;
 use crate::providers::text_of;
 use crate::script::{Piece, Reply, Turn, splice, split_json, sse};
 use serde_json::{Value, json};
 
-/// The scripted answer to an accepted request, as a message or as the SSE event flow of research §1.10.
+/// The scripted answer to an accepted request, as a message or as the SSE event flow of docs/research/providers.md §1.10.
 pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
     let model = text_of(request.get("model").unwrap_or(&Value::Null));
     let id = format!("msg_01{}", ids::short());

@@ -1,6 +1,6 @@
-//! Anthropic Messages (`POST /v1/messages`), research §1.
+//! Anthropic Messages (`POST /v1/messages`), docs/research/providers.md §1.
 //!
-//! Order (research §7.1): JSON parse → schema (first violation only, pydantic-style paths with union
+//! Order (docs/research/providers.md §7.1): JSON parse → schema (first violation only, pydantic-style paths with union
 //! tags) → empty text → tool_use/tool_result pairing → image count → per image: empty → base64 → size →
 //! magic number → dimensions. The order between the semantic passes is [INF].
 //!
@@ -18,7 +18,7 @@ mod answer;
 #[cfg(feature = "server")]
 pub(crate) use answer::reply;
 
-/// Base64 string length limit per image, measured on the string (research §1.4).
+/// Base64 string length limit per image, measured on the string (docs/research/providers.md §1.4).
 const MAX_IMAGE_B64_LEN: usize = 5_242_880;
 const MAX_DIMENSION: u32 = 8000;
 /// Above `MANY_IMAGES` images per request the dimension limit drops to `MANY_IMAGES_DIMENSION`.
@@ -26,11 +26,11 @@ const MANY_IMAGES: usize = 20;
 const MANY_IMAGES_DIMENSION: u32 = 2000;
 /// Observed errors say `> 100` (research E10); the 600 limit of newer docs applies to 1M-context models.
 const MAX_MEDIA: usize = 100;
-/// 32 MB request limit, enforced by Cloudflare (research §1.4). [INF] MiB.
+/// 32 MB request limit, enforced by Cloudflare (docs/research/providers.md §1.4). [INF] MiB.
 const MAX_REQUEST_BYTES: usize = 32 * 1024 * 1024;
 const MEDIA_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/webp"];
 
-/// The error catalogue: verbatim where observed (research §1.7), `[INF]` otherwise.
+/// The error catalogue: verbatim where observed (docs/research/providers.md §1.7), `[INF]` otherwise.
 mod msg {
     pub const FIELD_REQUIRED: &str = "Field required";
     pub const NOT_A_STRING: &str = "Input should be a valid string"; // [INF] pydantic
@@ -45,14 +45,14 @@ mod msg {
     pub const BLOCK_TAGS: &str = "'document', 'image', 'redacted_thinking', 'search_result', 'server_tool_use', 'text', 'thinking', 'tool_result', 'tool_use', 'web_search_tool_result'"; // E13
     pub const TOOL_RESULT_TAGS: &str =
         "'document', 'image', 'search_result', 'text', 'tool_reference'"; // [INF] SDK union
-    pub const SOURCE_TAGS: &str = "'base64', 'file', 'url'"; // [INF] research §1.7 notes
+    pub const SOURCE_TAGS: &str = "'base64', 'file', 'url'"; // [INF] docs/research/providers.md §1.7 notes
     pub const EMPTY_TEXT: &str = "messages: text content blocks must be non-empty"; // E14
     pub const BLANK_TEXT: &str = "messages: text content blocks must contain non-whitespace text"; // [INF] from memory
     pub const EMPTY_IMAGE: &str = "image cannot be empty"; // E4
     pub const BAD_BASE64: &str = "invalid base64 data"; // E5
     pub const UNDECODABLE: &str = "Could not process image"; // E11, no path
     pub const HTTP_URL: &str = "Only HTTPS URLs are supported."; // E12, no path
-    pub const TOO_LARGE: &str = "Request exceeds the maximum size"; // 413, research §1.4
+    pub const TOO_LARGE: &str = "Request exceeds the maximum size"; // 413, docs/research/providers.md §1.4
 
     pub fn wrong_tag(tag: &str, expected: &str) -> String {
         format!(
@@ -254,10 +254,10 @@ fn check_image_schema(path: &str, image: &Map<String, Value>) -> Checked {
     let p = format!("{source_path}.{kind}");
     match kind {
         "base64" => {
-            // Both absent (research §1.8): `media_type` is reported, as in the observed body.
+            // Both absent (docs/research/providers.md §1.8): `media_type` is reported, as in the observed body.
             match source.get("media_type") {
                 None => return Err(at(&format!("{p}.media_type"), msg::FIELD_REQUIRED)),
-                // Case-sensitive: `image/PNG` and `image/jpg` are refused (research §1.2).
+                // Case-sensitive: `image/PNG` and `image/jpg` are refused (docs/research/providers.md §1.2).
                 Some(Value::String(m)) if MEDIA_TYPES.contains(&m.as_str()) => {}
                 Some(_) => return Err(at(&format!("{p}.media_type"), msg::MEDIA_TYPE)),
             }
