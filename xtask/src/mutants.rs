@@ -45,11 +45,15 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
         .output()
         .context("cannot run python3 examples/mutants/mutant.py --list")?;
     if !list.status.success() {
-        bail!("mutant.py --list failed: {}", String::from_utf8_lossy(&list.stderr));
+        bail!(
+            "mutant.py --list failed: {}",
+            String::from_utf8_lossy(&list.stderr)
+        );
     }
     let mut variants = Vec::new();
     for line in String::from_utf8_lossy(&list.stdout).lines() {
-        let row: Value = serde_json::from_str(line).with_context(|| format!("bad --list line {line:?}"))?;
+        let row: Value =
+            serde_json::from_str(line).with_context(|| format!("bad --list line {line:?}"))?;
         let field = |k: &str| row[k].as_str().unwrap_or_default().to_string();
         variants.push((field("name"), field("rule")));
     }
@@ -58,7 +62,14 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
         .filter(|(name, _)| options.only.is_empty() || options.only.contains(name))
         .collect();
     if selected.is_empty() {
-        bail!("no mutant selected (known: {})", variants.iter().map(|v| v.0.as_str()).collect::<Vec<_>>().join(", "));
+        bail!(
+            "no mutant selected (known: {})",
+            variants
+                .iter()
+                .map(|v| v.0.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     let reports = root.join("target/mutants");
     let sut = format!("python3 {}", shim.display());
@@ -66,8 +77,16 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
     let mut faithful_failures = None;
     for (i, (name, rule)) in selected.iter().enumerate() {
         let faithful = name == FAITHFUL;
-        let seconds = if faithful { options.faithful } else { options.budget };
-        eprintln!("==> [{}/{}] {name} ({rule}), {seconds} s", i + 1, selected.len());
+        let seconds = if faithful {
+            options.faithful
+        } else {
+            options.budget
+        };
+        eprintln!(
+            "==> [{}/{}] {name} ({rule}), {seconds} s",
+            i + 1,
+            selected.len()
+        );
         let report = reports.join(name);
         let started = Instant::now();
         let mut cmd = Command::new(normfuzz);
@@ -83,10 +102,15 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
         if !faithful {
             cmd.arg("--stop-on-gate");
         }
-        let status = cmd.status().with_context(|| format!("cannot run normfuzz conform for {name}"))?;
+        let status = cmd
+            .status()
+            .with_context(|| format!("cannot run normfuzz conform for {name}"))?;
         let wall_ms = started.elapsed().as_millis();
         if status.code() == Some(2) || status.code().is_none() {
-            bail!("normfuzz conform could not run mutant {name} ({status}); report in {}", report.display());
+            bail!(
+                "normfuzz conform could not run mutant {name} ({status}); report in {}",
+                report.display()
+            );
         }
         let gate = first_gate_finding(&report)?;
         if faithful {
@@ -96,28 +120,40 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
         kills.push(Kill {
             mutant: name.clone(),
             rule: rule.clone(),
-            killed_by: gate.as_ref().map(|g| g["rule"].as_str().unwrap_or("?").to_string()),
+            killed_by: gate
+                .as_ref()
+                .map(|g| g["rule"].as_str().unwrap_or("?").to_string()),
             first_seen_ms: gate.as_ref().and_then(|g| g["first_seen_ms"].as_u64()),
             wall_ms,
-            input: gate.map(|g| bounded(&g["input"].to_string(), 90)).unwrap_or_default(),
+            input: gate
+                .map(|g| bounded(&g["input"].to_string(), 90))
+                .unwrap_or_default(),
         });
     }
     let table = matrix(&kills, options.budget);
     println!("{table}");
-    eprintln!("kill matrix in {}", reports.join("kill-matrix.md").display());
+    eprintln!(
+        "kill matrix in {}",
+        reports.join("kill-matrix.md").display()
+    );
     std::fs::create_dir_all(&reports)?;
     std::fs::write(reports.join("kill-matrix.md"), &table)?;
     let survivors: Vec<&str> = kills
         .iter()
         .filter(|k| {
             k.killed_by.is_none()
-                || k.first_seen_ms.is_none_or(|ms| ms as f64 > options.budget * 1000.0)
+                || k.first_seen_ms
+                    .is_none_or(|ms| ms as f64 > options.budget * 1000.0)
         })
         .map(|k| k.mutant.as_str())
         .collect();
     let mut problems = Vec::new();
     if !survivors.is_empty() {
-        problems.push(format!("mutants surviving {} s: {}", options.budget, survivors.join(", ")));
+        problems.push(format!(
+            "mutants surviving {} s: {}",
+            options.budget,
+            survivors.join(", ")
+        ));
     }
     if let Some(Some(finding)) = &faithful_failures {
         problems.push(format!(
@@ -132,7 +168,8 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
 fn first_gate_finding(report: &Path) -> Result<Option<Value>> {
     let index_path = report.join("index.json");
     let index: Value = serde_json::from_slice(
-        &std::fs::read(&index_path).with_context(|| format!("no report at {}", index_path.display()))?,
+        &std::fs::read(&index_path)
+            .with_context(|| format!("no report at {}", index_path.display()))?,
     )
     .with_context(|| format!("{} is not JSON", index_path.display()))?;
     let Some(first) = index["findings"]

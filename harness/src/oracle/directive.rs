@@ -20,9 +20,8 @@ static LINE_BREAK: LazyLock<Regex> = LazyLock::new(|| {
 });
 /// Characters a renderer hides: they count wherever they stand, also inside the word (S1).
 /// Control characters (C0, DEL, C1) are among them; line terminators are split off first.
-static HIDDEN: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"[\p{Default_Ignorable_Code_Point}\p{Cc}]").expect("valid regex")
-});
+static HIDDEN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[\p{Default_Ignorable_Code_Point}\p{Cc}]").expect("valid regex"));
 /// A leading run of characters that are neither letters nor digits.
 static NOT_WORD_START: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[^\p{L}\p{N}]*").expect("valid regex"));

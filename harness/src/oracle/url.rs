@@ -208,7 +208,10 @@ fn wildcard_address(sub: &str) -> Option<IpAddr> {
         return Some(IpAddr::V4(Ipv4Addr::from(bits)));
     }
     // Dashed IPv6 (sslip.io): dashes for colons.
-    last.replace('-', ":").parse::<Ipv6Addr>().ok().map(IpAddr::V6)
+    last.replace('-', ":")
+        .parse::<Ipv6Addr>()
+        .ok()
+        .map(IpAddr::V6)
 }
 
 fn ip_is_global(ip: IpAddr) -> bool {
@@ -244,13 +247,18 @@ pub fn remote_problem(url: &str) -> Option<Problem> {
 fn name_problem(name: &str) -> Option<Problem> {
     let name = name.strip_suffix('.').unwrap_or(name).to_ascii_lowercase();
     let last = name.rsplit('.').next().unwrap_or(&name);
-    if !name.contains('.') || name.split('.').any(str::is_empty) || INTERNAL_SUFFIXES.contains(&last)
+    if !name.contains('.')
+        || name.split('.').any(str::is_empty)
+        || INTERNAL_SUFFIXES.contains(&last)
     {
         return Some((Rule::U6, "accepted an internal host name"));
     }
     let under = |service: &str| name == service || name.ends_with(&format!(".{service}"));
     if LOOPBACK_SERVICES.iter().any(|s| under(s)) {
-        return Some((Rule::U7, "accepted a name that resolves to loopback by design"));
+        return Some((
+            Rule::U7,
+            "accepted a name that resolves to loopback by design",
+        ));
     }
     for service in WILDCARD_DNS {
         let Some(sub) = name
@@ -260,9 +268,10 @@ fn name_problem(name: &str) -> Option<Problem> {
             continue;
         };
         return match wildcard_address(sub) {
-            Some(ip) if !ip_is_global(ip) => {
-                Some((Rule::U7, "accepted a wildcard-DNS name of a private address"))
-            }
+            Some(ip) if !ip_is_global(ip) => Some((
+                Rule::U7,
+                "accepted a wildcard-DNS name of a private address",
+            )),
             _ => None,
         };
     }

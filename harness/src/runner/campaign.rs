@@ -422,10 +422,7 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
 }
 
 /// The SUT's answers to the batch's metamorphic companions, by case index (one extra batch).
-fn companion_answers(
-    sut: &mut impl Sut,
-    inputs: &[(Op, Value)],
-) -> Result<HashMap<usize, Answer>> {
+fn companion_answers(sut: &mut impl Sut, inputs: &[(Op, Value)]) -> Result<HashMap<usize, Answer>> {
     let pairs: Vec<(usize, Op, Value)> = inputs
         .iter()
         .enumerate()
@@ -458,4 +455,3 @@ fn record(shared: &Shared<'_>, op: Op, violations: &[Violation]) {
         *tally.rules.entry(v.rule).or_default() += 1;
     }
 }
-

@@ -10,8 +10,8 @@ use serde_json::Value;
 use super::campaign::Finding;
 use super::sut::Sut;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
-use crate::rule::Rule;
 use crate::protocol::{Answer, Op};
+use crate::rule::Rule;
 
 /// SUT calls spent shrinking one failure at most.
 pub const SHRINK_BUDGET: usize = 2_000;
@@ -65,7 +65,6 @@ pub fn shrink<S: Sut>(
     let (violation, answer, expected) = best;
     Ok(finding(op, violation, best_input, answer, expected, seed))
 }
-
 
 fn finding(
     op: Op,

@@ -46,12 +46,13 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
     let text = |t: &str| json!({"type": "text", "text": t});
     let roots = json!(["/work"]);
     let reply = |t: &str| json!({"text": t, "roots": roots});
-    let replied = |t: &str, media: Value| {
-        json!({"text": t, "mediaUrls": media, "audioAsVoice": false, "replyTo": null, "embeds": [], "rejectedMedia": 0})
-    };
+    let replied = |t: &str, media: Value| json!({"text": t, "mediaUrls": media, "audioAsVoice": false, "replyTo": null, "embeds": [], "rejectedMedia": 0});
     let stream = |chunks: Value| json!({"chunks": chunks, "final": null, "roots": roots});
     let delivered = |texts: &[&str], media: &[&str]| {
-        let mut d: Vec<Value> = texts.iter().map(|t| json!({"text": t, "mediaUrls": []})).collect();
+        let mut d: Vec<Value> = texts
+            .iter()
+            .map(|t| json!({"text": t, "mediaUrls": []}))
+            .collect();
         if !media.is_empty() {
             d.push(json!({"text": "", "mediaUrls": media}));
         }
@@ -59,93 +60,475 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
     };
     let url = |u: &str| json!({"url": u});
     let allowed = json!({"allowed": true});
-    let retry = |attempt: u64, failure: Value, primary: Value, candidate: &str, images: Value| {
-        json!({"attempt": attempt, "previousFailure": failure, "primaryProvider": primary, "candidateProvider": candidate, "images": images})
-    };
+    let retry = |attempt: u64, failure: Value, primary: Value, candidate: &str, images: Value| json!({"attempt": attempt, "previousFailure": failure, "primaryProvider": primary, "candidateProvider": candidate, "images": images});
     let images = json!([{"type": "image", "data": png(), "mimeType": "image/png"}]);
     vec![
         // coerce_tool_result
-        (CoerceToolResult, S1, json!({"content": [text("MEDIA:/x")]}), out(result(json!([text("MEDIA:/x")])))),
-        (CoerceToolResult, S2, json!({"content": [{"type": "image"}]}), out(result(json!([{"type": "image"}])))),
-        (CoerceToolResult, F1, json!({"content": [{"type": "image", "data": png(), "mimeType": "image/png"}]}), out(result(json!([text("[image]")])))),
-        (CoerceToolResult, F2, json!({"content": [text("keep me")]}), out(result(json!([text("keep")])))),
-        (CoerceToolResult, F3, json!({"content": [text("a")], "isError": true}), out(result(json!([text("a")])))),
-        (CoerceToolResult, F3, json!({"content": [text("a"), {"type": "image", "data": png(), "mimeType": "image/png"}]}),
-            out(result(json!([{"type": "image", "data": png(), "mimeType": "image/png"}, text("a")])))),
-        (CoerceToolResult, F4, json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "n"}]}),
-            out(result(json!([{"type": "resource_link", "uri": "https://a.example/x", "name": "n"}])))),
-        (CoerceToolResult, F4, json!({"content": [{"type": "audio", "data": "QUFBQUFBQUFBQUFBQUFBQUFB", "mimeType": "audio/wav"}]}),
-            out(result(json!([text("[audio audio/wav] QUFBQUFBQUFBQUFBQUFBQUFB")])))),
-        (CoerceToolResult, F5, json!({"content": [text("a"), 5, text("b")]}), out(result(json!([text("[invalid tool result]")])))),
-        (CoerceToolResult, C1, json!({"content": [{"type": "text", "text": 5}]}), out(result(json!([text("5")])))),
-        (CoerceToolResult, C2, json!({"content": [{"type": "image", "data": "", "mimeType": "image/svg+xml"}]}), out(result(json!([text("[image omitted]")])))),
-        (CoerceToolResult, C3, json!({"content": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]}), out(result(json!([text("[audio]")])))),
-        (CoerceToolResult, C4, json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "name", "title": "Title"}]}),
-            out(result(json!([text("[name] https://a.example/x")])))),
-        (CoerceToolResult, C5, json!({"content": [{"type": "resource", "resource": {"uri": "file:///r", "text": "resource body"}}]}),
-            out(result(json!([text("[resource] file:///r")])))),
-        (CoerceToolResult, C6, json!({"content": [{"type": "widget", "x": 1}]}), out(result(json!([text("[unsupported block]")])))),
-        (CoerceToolResult, C6, json!({"content": [{"type": "widget", "x": "y".repeat(20_000)}]}),
-            out(result(json!([text(&format!("{{\"type\":\"widget\",\"x\":\"{}\"}}", "y".repeat(20_000)))])))),
-        (CoerceToolResult, C7, json!({"structuredContent": {"temperature": 21}}), out(result(json!([text("[tool returned no content]")])))),
-        (CoerceToolResult, C8, json!(5), Answer::Refused("result is not an object".into())),
-        (CoerceToolResult, C8, json!([1, 2]), out(result(json!([text("1"), text("2")])))),
-        (CoerceToolResult, Provider, json!({"content": [text(" ")]}), out(result(json!([text(" ")])))),
+        (
+            CoerceToolResult,
+            S1,
+            json!({"content": [text("MEDIA:/x")]}),
+            out(result(json!([text("MEDIA:/x")]))),
+        ),
+        (
+            CoerceToolResult,
+            S2,
+            json!({"content": [{"type": "image"}]}),
+            out(result(json!([{"type": "image"}]))),
+        ),
+        (
+            CoerceToolResult,
+            F1,
+            json!({"content": [{"type": "image", "data": png(), "mimeType": "image/png"}]}),
+            out(result(json!([text("[image]")]))),
+        ),
+        (
+            CoerceToolResult,
+            F2,
+            json!({"content": [text("keep me")]}),
+            out(result(json!([text("keep")]))),
+        ),
+        (
+            CoerceToolResult,
+            F3,
+            json!({"content": [text("a")], "isError": true}),
+            out(result(json!([text("a")]))),
+        ),
+        (
+            CoerceToolResult,
+            F3,
+            json!({"content": [text("a"), {"type": "image", "data": png(), "mimeType": "image/png"}]}),
+            out(result(
+                json!([{"type": "image", "data": png(), "mimeType": "image/png"}, text("a")]),
+            )),
+        ),
+        (
+            CoerceToolResult,
+            F4,
+            json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "n"}]}),
+            out(result(
+                json!([{"type": "resource_link", "uri": "https://a.example/x", "name": "n"}]),
+            )),
+        ),
+        (
+            CoerceToolResult,
+            F4,
+            json!({"content": [{"type": "audio", "data": "QUFBQUFBQUFBQUFBQUFBQUFB", "mimeType": "audio/wav"}]}),
+            out(result(json!([text(
+                "[audio audio/wav] QUFBQUFBQUFBQUFBQUFBQUFB"
+            )]))),
+        ),
+        (
+            CoerceToolResult,
+            F5,
+            json!({"content": [text("a"), 5, text("b")]}),
+            out(result(json!([text("[invalid tool result]")]))),
+        ),
+        (
+            CoerceToolResult,
+            C1,
+            json!({"content": [{"type": "text", "text": 5}]}),
+            out(result(json!([text("5")]))),
+        ),
+        (
+            CoerceToolResult,
+            C2,
+            json!({"content": [{"type": "image", "data": "", "mimeType": "image/svg+xml"}]}),
+            out(result(json!([text("[image omitted]")]))),
+        ),
+        (
+            CoerceToolResult,
+            C3,
+            json!({"content": [{"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}]}),
+            out(result(json!([text("[audio]")]))),
+        ),
+        (
+            CoerceToolResult,
+            C4,
+            json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "name", "title": "Title"}]}),
+            out(result(json!([text("[name] https://a.example/x")]))),
+        ),
+        (
+            CoerceToolResult,
+            C5,
+            json!({"content": [{"type": "resource", "resource": {"uri": "file:///r", "text": "resource body"}}]}),
+            out(result(json!([text("[resource] file:///r")]))),
+        ),
+        (
+            CoerceToolResult,
+            C6,
+            json!({"content": [{"type": "widget", "x": 1}]}),
+            out(result(json!([text("[unsupported block]")]))),
+        ),
+        (
+            CoerceToolResult,
+            C6,
+            json!({"content": [{"type": "widget", "x": "y".repeat(20_000)}]}),
+            out(result(json!([text(&format!(
+                "{{\"type\":\"widget\",\"x\":\"{}\"}}",
+                "y".repeat(20_000)
+            ))]))),
+        ),
+        (
+            CoerceToolResult,
+            C7,
+            json!({"structuredContent": {"temperature": 21}}),
+            out(result(json!([text("[tool returned no content]")]))),
+        ),
+        (
+            CoerceToolResult,
+            C8,
+            json!(5),
+            Answer::Refused("result is not an object".into()),
+        ),
+        (
+            CoerceToolResult,
+            C8,
+            json!([1, 2]),
+            out(result(json!([text("1"), text("2")]))),
+        ),
+        (
+            CoerceToolResult,
+            Provider,
+            json!({"content": [text(" ")]}),
+            out(result(json!([text(" ")]))),
+        ),
         // neutralize_text
-        (NeutralizeText, S1, json!({"text": "a\nMEDIA:/x"}), out(json!({"text": "a\nMEDIA:/x"}))),
-        (NeutralizeText, S1, json!({"text": "a\n\u{1}MEDIA:/x"}), out(json!({"text": "a\n\u{1}MEDIA:/x"}))),
-        (NeutralizeText, F2, json!({"text": "hello\nworld"}), out(json!({"text": "hello\nworld!"}))),
-        (NeutralizeText, F2, json!({"text": "a\r\nb"}), out(json!({"text": "a\nb"}))),
-        (NeutralizeText, D1, json!({"text": "a\nMEDIA:/x"}), out(json!({"text": "a"}))),
-        (NeutralizeText, B2, json!({"text": "[neutralized] MEDIA:/x"}), out(json!({"text": "[neutralized] [neutralized] MEDIA:/x"}))),
+        (
+            NeutralizeText,
+            S1,
+            json!({"text": "a\nMEDIA:/x"}),
+            out(json!({"text": "a\nMEDIA:/x"})),
+        ),
+        (
+            NeutralizeText,
+            S1,
+            json!({"text": "a\n\u{1}MEDIA:/x"}),
+            out(json!({"text": "a\n\u{1}MEDIA:/x"})),
+        ),
+        (
+            NeutralizeText,
+            F2,
+            json!({"text": "hello\nworld"}),
+            out(json!({"text": "hello\nworld!"})),
+        ),
+        (
+            NeutralizeText,
+            F2,
+            json!({"text": "a\r\nb"}),
+            out(json!({"text": "a\nb"})),
+        ),
+        (
+            NeutralizeText,
+            D1,
+            json!({"text": "a\nMEDIA:/x"}),
+            out(json!({"text": "a"})),
+        ),
+        (
+            NeutralizeText,
+            B2,
+            json!({"text": "[neutralized] MEDIA:/x"}),
+            out(json!({"text": "[neutralized] [neutralized] MEDIA:/x"})),
+        ),
         // check_media_url
-        (CheckMediaUrl, U1, url("https://exa mple.com/"), out(allowed.clone())),
-        (CheckMediaUrl, U2, url("http://example.com/a.png"), out(allowed.clone())),
-        (CheckMediaUrl, U3, url("https://u:p@example.com/"), out(allowed.clone())),
-        (CheckMediaUrl, U4, url("https://127.1/"), out(allowed.clone())),
-        (CheckMediaUrl, U5, url("https://[::ffff:10.0.0.1]/"), out(allowed.clone())),
-        (CheckMediaUrl, U6, url("https://printer.home.arpa/"), out(allowed.clone())),
-        (CheckMediaUrl, U7, url("https://10-0-0-1.sslip.io/"), out(allowed.clone())),
-        (CheckMediaUrl, U8, url("https://example.com/"), out(json!({"allowed": true, "reason": 5}))),
+        (
+            CheckMediaUrl,
+            U1,
+            url("https://exa mple.com/"),
+            out(allowed.clone()),
+        ),
+        (
+            CheckMediaUrl,
+            U2,
+            url("http://example.com/a.png"),
+            out(allowed.clone()),
+        ),
+        (
+            CheckMediaUrl,
+            U3,
+            url("https://u:p@example.com/"),
+            out(allowed.clone()),
+        ),
+        (
+            CheckMediaUrl,
+            U4,
+            url("https://127.1/"),
+            out(allowed.clone()),
+        ),
+        (
+            CheckMediaUrl,
+            U5,
+            url("https://[::ffff:10.0.0.1]/"),
+            out(allowed.clone()),
+        ),
+        (
+            CheckMediaUrl,
+            U6,
+            url("https://printer.home.arpa/"),
+            out(allowed.clone()),
+        ),
+        (
+            CheckMediaUrl,
+            U7,
+            url("https://10-0-0-1.sslip.io/"),
+            out(allowed.clone()),
+        ),
+        (
+            CheckMediaUrl,
+            U8,
+            url("https://example.com/"),
+            out(json!({"allowed": true, "reason": 5})),
+        ),
         // parse_reply
-        (ParseReply, S1, reply("hi\nMEDIA:/work/a.png"), out(replied("hi\nMEDIA:/work/a.png", json!([])))),
-        (ParseReply, S3, reply("MEDIA:/etc/passwd"), out(replied("", json!(["/etc/passwd"])))),
-        (ParseReply, D2, reply("[[audio_as_voice]] hi"), out(replied("[[audio_as_voice]] hi", json!([])))),
-        (ParseReply, D3, reply("MEDIA:/work/a.png\nMEDIA:/work/./a.png"), out(replied("", json!(["/work/a.png", "/work/./a.png"])))),
-        (ParseReply, U2, reply("MEDIA:http://example.com/a.png"), out(replied("", json!(["http://example.com/a.png"])))),
-        (ParseReply, U4, reply("MEDIA:https://10.1.2.3/a.png"), out(replied("", json!(["https://10.1.2.3/a.png"])))),
-        (ParseReply, U1, reply("MEDIA:https://exa mple.com/a.png"), out(replied("", json!(["https://exa mple.com/a.png"])))),
-        (ParseReply, U3, reply("MEDIA:https://u@example.com/a.png"), out(replied("", json!(["https://u@example.com/a.png"])))),
-        (ParseReply, U5, reply("MEDIA:https://[::1]/a.png"), out(replied("", json!(["https://[::1]/a.png"])))),
-        (ParseReply, U6, reply("MEDIA:https://intranet/a.png"), out(replied("", json!(["https://intranet/a.png"])))),
-        (ParseReply, U7, reply("MEDIA:https://10.0.0.1.nip.io/a.png"), out(replied("", json!(["https://10.0.0.1.nip.io/a.png"])))),
+        (
+            ParseReply,
+            S1,
+            reply("hi\nMEDIA:/work/a.png"),
+            out(replied("hi\nMEDIA:/work/a.png", json!([]))),
+        ),
+        (
+            ParseReply,
+            S3,
+            reply("MEDIA:/etc/passwd"),
+            out(replied("", json!(["/etc/passwd"]))),
+        ),
+        (
+            ParseReply,
+            D2,
+            reply("[[audio_as_voice]] hi"),
+            out(replied("[[audio_as_voice]] hi", json!([]))),
+        ),
+        (
+            ParseReply,
+            D3,
+            reply("MEDIA:/work/a.png\nMEDIA:/work/./a.png"),
+            out(replied("", json!(["/work/a.png", "/work/./a.png"]))),
+        ),
+        (
+            ParseReply,
+            U2,
+            reply("MEDIA:http://example.com/a.png"),
+            out(replied("", json!(["http://example.com/a.png"]))),
+        ),
+        (
+            ParseReply,
+            U4,
+            reply("MEDIA:https://10.1.2.3/a.png"),
+            out(replied("", json!(["https://10.1.2.3/a.png"]))),
+        ),
+        (
+            ParseReply,
+            U1,
+            reply("MEDIA:https://exa mple.com/a.png"),
+            out(replied("", json!(["https://exa mple.com/a.png"]))),
+        ),
+        (
+            ParseReply,
+            U3,
+            reply("MEDIA:https://u@example.com/a.png"),
+            out(replied("", json!(["https://u@example.com/a.png"]))),
+        ),
+        (
+            ParseReply,
+            U5,
+            reply("MEDIA:https://[::1]/a.png"),
+            out(replied("", json!(["https://[::1]/a.png"]))),
+        ),
+        (
+            ParseReply,
+            U6,
+            reply("MEDIA:https://intranet/a.png"),
+            out(replied("", json!(["https://intranet/a.png"]))),
+        ),
+        (
+            ParseReply,
+            U7,
+            reply("MEDIA:https://10.0.0.1.nip.io/a.png"),
+            out(replied("", json!(["https://10.0.0.1.nip.io/a.png"]))),
+        ),
         // normalize_stream
-        (NormalizeStream, S1, stream(json!(["ok\nMEDIA:/x"])), out(delivered(&["ok\nMEDIA:/x"], &[]))),
-        (NormalizeStream, S3, stream(json!(["MEDIA:/etc/passwd"])), out(delivered(&[], &["/etc/passwd"]))),
-        (NormalizeStream, D3, stream(json!(["MEDIA:/work/a.png\n", "MEDIA:/work/a.png"])), out(delivered(&[], &["/work/a.png", "/work/a.png"]))),
-        (NormalizeStream, S1, stream(json!(["ok\nMED", "IA:/x"])), out(delivered(&["ok\nMED", "IA:/x"], &[]))),
-        (NormalizeStream, S3, stream(json!(["see MEDIA:/work/a.png"])), out(delivered(&["see "], &["/work/a.png"]))),
-        (NormalizeStream, B3, stream(json!(["one ", "two"])), out(delivered(&["one", "two"], &[]))),
-        (NormalizeStream, U2, stream(json!(["MEDIA:http://example.com/a.png"])), out(delivered(&[], &["http://example.com/a.png"]))),
-        (NormalizeStream, U4, stream(json!(["MEDIA:https://192.168.0.1/a.png"])), out(delivered(&[], &["https://192.168.0.1/a.png"]))),
-        (NormalizeStream, U1, stream(json!(["x"])), out(delivered(&[], &["https://exa mple.com/a.png"]))),
-        (NormalizeStream, U3, stream(json!(["x"])), out(delivered(&[], &["https://u@example.com/a.png"]))),
-        (NormalizeStream, U5, stream(json!(["x"])), out(delivered(&[], &["https://[fd00::1]/a.png"]))),
-        (NormalizeStream, U6, stream(json!(["x"])), out(delivered(&[], &["https://printer.local/a.png"]))),
-        (NormalizeStream, U7, stream(json!(["x"])), out(delivered(&[], &["https://127.0.0.1.sslip.io/a.png"]))),
+        (
+            NormalizeStream,
+            S1,
+            stream(json!(["ok\nMEDIA:/x"])),
+            out(delivered(&["ok\nMEDIA:/x"], &[])),
+        ),
+        (
+            NormalizeStream,
+            S3,
+            stream(json!(["MEDIA:/etc/passwd"])),
+            out(delivered(&[], &["/etc/passwd"])),
+        ),
+        (
+            NormalizeStream,
+            D3,
+            stream(json!(["MEDIA:/work/a.png\n", "MEDIA:/work/a.png"])),
+            out(delivered(&[], &["/work/a.png", "/work/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            S1,
+            stream(json!(["ok\nMED", "IA:/x"])),
+            out(delivered(&["ok\nMED", "IA:/x"], &[])),
+        ),
+        (
+            NormalizeStream,
+            S3,
+            stream(json!(["see MEDIA:/work/a.png"])),
+            out(delivered(&["see "], &["/work/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            B3,
+            stream(json!(["one ", "two"])),
+            out(delivered(&["one", "two"], &[])),
+        ),
+        (
+            NormalizeStream,
+            U2,
+            stream(json!(["MEDIA:http://example.com/a.png"])),
+            out(delivered(&[], &["http://example.com/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            U4,
+            stream(json!(["MEDIA:https://192.168.0.1/a.png"])),
+            out(delivered(&[], &["https://192.168.0.1/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            U1,
+            stream(json!(["x"])),
+            out(delivered(&[], &["https://exa mple.com/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            U3,
+            stream(json!(["x"])),
+            out(delivered(&[], &["https://u@example.com/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            U5,
+            stream(json!(["x"])),
+            out(delivered(&[], &["https://[fd00::1]/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            U6,
+            stream(json!(["x"])),
+            out(delivered(&[], &["https://printer.local/a.png"])),
+        ),
+        (
+            NormalizeStream,
+            U7,
+            stream(json!(["x"])),
+            out(delivered(&[], &["https://127.0.0.1.sslip.io/a.png"])),
+        ),
         // resolve_retry_images
-        (ResolveRetryImages, S4, retry(1, json!("rate_limit"), json!("anthropic"), "openai", images.clone()), out(json!({"images": images}))),
-        (ResolveRetryImages, R1, retry(0, json!(null), json!("anthropic"), "anthropic", images.clone()), out(json!({"images": null}))),
-        (ResolveRetryImages, R2, retry(1, json!("format"), json!("anthropic"), "anthropic", images.clone()), out(json!({"images": images}))),
-        (ResolveRetryImages, R3, retry(1, json!("timeout"), json!("anthropic"), "google", images.clone()), out(json!({"images": images}))),
-        (ResolveRetryImages, R4, retry(1, json!("timeout"), json!(null), "anthropic", images.clone()), out(json!({"images": images}))),
-        (ResolveRetryImages, R5, retry(1, json!("rate_limit"), json!("anthropic"), "ANTHROPIC", images.clone()), out(json!({"images": null}))),
-        (ResolveRetryImages, R6, retry(1, json!("rate_limit"), json!("anthropic"), "anthropic", json!(null)), out(json!({"images": images}))),
+        (
+            ResolveRetryImages,
+            S4,
+            retry(
+                1,
+                json!("rate_limit"),
+                json!("anthropic"),
+                "openai",
+                images.clone(),
+            ),
+            out(json!({"images": images})),
+        ),
+        (
+            ResolveRetryImages,
+            R1,
+            retry(
+                0,
+                json!(null),
+                json!("anthropic"),
+                "anthropic",
+                images.clone(),
+            ),
+            out(json!({"images": null})),
+        ),
+        (
+            ResolveRetryImages,
+            R2,
+            retry(
+                1,
+                json!("format"),
+                json!("anthropic"),
+                "anthropic",
+                images.clone(),
+            ),
+            out(json!({"images": images})),
+        ),
+        (
+            ResolveRetryImages,
+            R3,
+            retry(
+                1,
+                json!("timeout"),
+                json!("anthropic"),
+                "google",
+                images.clone(),
+            ),
+            out(json!({"images": images})),
+        ),
+        (
+            ResolveRetryImages,
+            R4,
+            retry(
+                1,
+                json!("timeout"),
+                json!(null),
+                "anthropic",
+                images.clone(),
+            ),
+            out(json!({"images": images})),
+        ),
+        (
+            ResolveRetryImages,
+            R5,
+            retry(
+                1,
+                json!("rate_limit"),
+                json!("anthropic"),
+                "ANTHROPIC",
+                images.clone(),
+            ),
+            out(json!({"images": null})),
+        ),
+        (
+            ResolveRetryImages,
+            R6,
+            retry(
+                1,
+                json!("rate_limit"),
+                json!("anthropic"),
+                "anthropic",
+                json!(null),
+            ),
+            out(json!({"images": images})),
+        ),
         // sanitize_tool_names
-        (SanitizeToolNames, P2, json!({"names": ["a b"]}), out(json!({"names": ["a b"]}))),
-        (SanitizeToolNames, P2, json!({"names": (0..25).map(|i| format!("t{i}")).collect::<Vec<_>>()}),
-            out(json!({"names": (0..25).map(|i| format!("t{i}")).collect::<Vec<_>>()}))),
-        (SanitizeToolNames, P2, json!({"names": ["x".repeat(101)]}), out(json!({"names": ["x".repeat(101)]}))),
+        (
+            SanitizeToolNames,
+            P2,
+            json!({"names": ["a b"]}),
+            out(json!({"names": ["a b"]})),
+        ),
+        (
+            SanitizeToolNames,
+            P2,
+            json!({"names": (0..25).map(|i| format!("t{i}")).collect::<Vec<_>>()}),
+            out(json!({"names": (0..25).map(|i| format!("t{i}")).collect::<Vec<_>>()})),
+        ),
+        (
+            SanitizeToolNames,
+            P2,
+            json!({"names": ["x".repeat(101)]}),
+            out(json!({"names": ["x".repeat(101)]})),
+        ),
     ]
 }
 
@@ -154,9 +537,8 @@ fn every_judged_rule_fires_on_a_sut_that_breaks_it() {
     let cases = breaking_cases();
     for (op, rule, input, answer) in &cases {
         // The B3 SUT right-trims each streamed chunk: as one chunk, nothing is trimmed inside.
-        let other = (*rule == Rule::B3).then(|| {
-            Answer::Output(json!({"deliveries": [{"text": "one two", "mediaUrls": []}]}))
-        });
+        let other = (*rule == Rule::B3)
+            .then(|| Answer::Output(json!({"deliveries": [{"text": "one two", "mediaUrls": []}]})));
         let found = verdicts_with(*op, input, answer.clone(), other);
         assert!(
             found.iter().any(|v| v.gate && v.rule == *rule),
@@ -180,7 +562,10 @@ fn the_reference_passes_every_judge_on_the_breaking_inputs() {
             continue;
         };
         let found = gate_rules(op, &input, output);
-        assert!(found.is_empty(), "{op:?} {rule} input {input}: reference judged {found:?}");
+        assert!(
+            found.is_empty(),
+            "{op:?} {rule} input {input}: reference judged {found:?}"
+        );
     }
 }
 
@@ -195,17 +580,33 @@ fn a_stricter_sut_is_only_a_divergence() {
         assert!(found.iter().any(|v| v.rule == Rule::Divergence), "{line:?}");
     }
     // Refusing a URL the reference accepts; stripping images the reference keeps.
-    let found = verdicts(Op::CheckMediaUrl, &json!({"url": "https://example.com/a.png"}), Answer::Output(json!({"allowed": false})));
-    assert_eq!(found.iter().map(|v| (v.rule, v.gate)).collect::<Vec<_>>(), [(Rule::Divergence, false)]);
+    let found = verdicts(
+        Op::CheckMediaUrl,
+        &json!({"url": "https://example.com/a.png"}),
+        Answer::Output(json!({"allowed": false})),
+    );
+    assert_eq!(
+        found.iter().map(|v| (v.rule, v.gate)).collect::<Vec<_>>(),
+        [(Rule::Divergence, false)]
+    );
 }
 
 #[test]
 fn a_more_permissive_sut_fails_under_the_reference_reason() {
     // The reference refuses 192.0.0.1 (IETF protocol assignments); the oracle's own rows agree.
-    let found = gate_rules(Op::CheckMediaUrl, &json!({"url": "https://192.0.0.1/"}), json!({"allowed": true}));
+    let found = gate_rules(
+        Op::CheckMediaUrl,
+        &json!({"url": "https://192.0.0.1/"}),
+        json!({"allowed": true}),
+    );
     assert_eq!(found, [Rule::U4]);
     // A SUT that keeps a directive the reference neutralizes, disguised beyond a narrow reading.
-    for line in ["M\u{200B}EDIA:/x", "\u{9F}MEDIA:/x", "ＭＥＤＩＡ：/x", "\u{3000}media:/x"] {
+    for line in [
+        "M\u{200B}EDIA:/x",
+        "\u{9F}MEDIA:/x",
+        "ＭＥＤＩＡ：/x",
+        "\u{3000}media:/x",
+    ] {
         let input = json!({"text": format!("ok\n{line}")});
         let found = gate_rules(Op::NeutralizeText, &input, input.clone());
         assert!(found.contains(&Rule::S1), "{line:?}: {found:?}");

@@ -3,7 +3,11 @@
 use std::path::{Path, PathBuf};
 
 /// Paths by which a module can reach the reference normalizer.
-const FORBIDDEN: [&str; 3] = ["crate::reference", "normfuzz::reference", "super::reference"];
+const FORBIDDEN: [&str; 3] = [
+    "crate::reference",
+    "normfuzz::reference",
+    "super::reference",
+];
 
 /// Every `(file, line)` under `dir` that names the reference.
 fn forbidden_imports(dir: &Path) -> Vec<(PathBuf, String)> {
@@ -19,7 +23,9 @@ fn forbidden_imports(dir: &Path) -> Vec<(PathBuf, String)> {
                 found.extend(
                     source
                         .lines()
-                        .filter(|l| FORBIDDEN.iter().any(|f| l.contains(f)) || l.contains("reference::"))
+                        .filter(|l| {
+                            FORBIDDEN.iter().any(|f| l.contains(f)) || l.contains("reference::")
+                        })
                         .filter(|l| !l.trim_start().starts_with("//"))
                         .map(|l| (path.clone(), l.to_string())),
                 );
@@ -33,17 +39,26 @@ fn forbidden_imports(dir: &Path) -> Vec<(PathBuf, String)> {
 fn the_oracle_does_not_import_the_reference() {
     let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/oracle");
     let found = forbidden_imports(&oracle);
-    assert!(found.is_empty(), "the oracle reaches the reference: {found:#?}");
+    assert!(
+        found.is_empty(),
+        "the oracle reaches the reference: {found:#?}"
+    );
 }
 
 #[test]
 fn the_check_catches_a_forbidden_import() {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir(dir.path().join("judge")).expect("subfolder");
-    std::fs::write(dir.path().join("judge/bad.rs"), "use crate::reference::image::validate_image;\n")
-        .expect("write");
-    std::fs::write(dir.path().join("ok.rs"), "// crate::reference in a comment is fine\nuse crate::rule::Rule;\n")
-        .expect("write");
+    std::fs::write(
+        dir.path().join("judge/bad.rs"),
+        "use crate::reference::image::validate_image;\n",
+    )
+    .expect("write");
+    std::fs::write(
+        dir.path().join("ok.rs"),
+        "// crate::reference in a comment is fine\nuse crate::rule::Rule;\n",
+    )
+    .expect("write");
     let found = forbidden_imports(dir.path());
     assert_eq!(found.len(), 1, "{found:?}");
 }
@@ -86,6 +101,9 @@ fn the_architecture_rule_table_matches_the_judges() {
         } else {
             assert_eq!(row[1], ops.join(", "), "{rule}: ops column");
         }
-        assert!(row.len() == 4 && !row[2].is_empty() && !row[3].is_empty(), "{rule}: {row:?}");
+        assert!(
+            row.len() == 4 && !row[2].is_empty() && !row[3].is_empty(),
+            "{rule}: {row:?}"
+        );
     }
 }

@@ -395,7 +395,10 @@ fn s1_a_stream_ending_mid_line_and_the_final_reply_make_no_directive_together() 
     // Found by the split-stream generator: `M` ends the stream, the reply starts `EDIA:`.
     for (chunks, reply) in [
         (vec!["ok\nM"], "EDIA:/etc/passwd"),
-        (vec!["", "\u{85}\rM"], "ED\u{200B}I\u{200B}A:https://[::ffff:127.0.0.1]/x.png"),
+        (
+            vec!["", "\u{85}\rM"],
+            "ED\u{200B}I\u{200B}A:https://[::ffff:127.0.0.1]/x.png",
+        ),
         (vec!["ok\n  ME", "D"], "IA:/x and more"),
     ] {
         let input = NormalizeStreamInput {

@@ -78,7 +78,11 @@ fn mandated(url: &str, reason: Option<&str>) -> Option<Rule> {
     }
 }
 
-pub(super) fn parse_reply(input: &Value, output: &Value, _expected: Option<&Value>) -> Vec<Violation> {
+pub(super) fn parse_reply(
+    input: &Value,
+    output: &Value,
+    _expected: Option<&Value>,
+) -> Vec<Violation> {
     let (Some(text), Some(media)) = (
         output.get("text").and_then(Value::as_str),
         output.get("mediaUrls").and_then(Value::as_array),
@@ -89,7 +93,10 @@ pub(super) fn parse_reply(input: &Value, output: &Value, _expected: Option<&Valu
     s1(text, "the reply text", &mut out);
     let mut seen = HashSet::new();
     media_problems(input, media, &mut seen, &mut out);
-    let reply = input.get("text").and_then(Value::as_str).unwrap_or_default();
+    let reply = input
+        .get("text")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if let Some(tag) = REPLY_TAG.find(text)
         && REPLY_TAG.is_match(reply)
     {
@@ -154,7 +161,10 @@ pub(super) fn normalize_stream(
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        let last = input.get("final").and_then(Value::as_str).unwrap_or_default();
+        let last = input
+            .get("final")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if let Some(line) = kept_directive([chunks.as_str(), last], &reference, &texts) {
             out.push(kept_directive_violation(line));
         }
@@ -165,7 +175,10 @@ pub(super) fn normalize_stream(
 /// S3: streamed blocks are untrusted (D1), so media may come only from the final reply. When
 /// the final reply names no `MEDIA` at all, every delivered target came from a streamed block.
 fn untrusted_media(input: &Value, deliveries: &[Value], out: &mut Vec<Violation>) {
-    let last = input.get("final").and_then(Value::as_str).unwrap_or_default();
+    let last = input
+        .get("final")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if mentions_media(last) {
         return;
     }

@@ -126,7 +126,10 @@ pub fn companion(op: Op, input: &Value) -> Option<Value> {
     if chunks.len() < 2 {
         return None;
     }
-    let joined: String = chunks.iter().map(Value::as_str).collect::<Option<String>>()?;
+    let joined: String = chunks
+        .iter()
+        .map(Value::as_str)
+        .collect::<Option<String>>()?;
     let mut merged = input.clone();
     merged["chunks"] = Value::Array(vec![Value::String(joined)]);
     Some(merged)

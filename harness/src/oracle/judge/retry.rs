@@ -52,13 +52,25 @@ pub(super) fn resolve_retry_images(
     };
     let mut out = Vec::new();
     if strip && has_images(images) {
-        out.push(gate(rule, "images carried on a retry that must strip them", context.clone()));
+        out.push(gate(
+            rule,
+            "images carried on a retry that must strip them",
+            context.clone(),
+        ));
         // To another (or an unknown) provider: a user's images reach a third party.
         if matches!(rule, Rule::R3 | Rule::R4) {
-            out.push(gate(Rule::S4, "images carried to another provider", context));
+            out.push(gate(
+                Rule::S4,
+                "images carried to another provider",
+                context,
+            ));
         }
     } else if !strip && images != given {
-        out.push(gate(rule, "images changed where they must be kept", context));
+        out.push(gate(
+            rule,
+            "images changed where they must be kept",
+            context,
+        ));
     }
     // S4, asymmetric: images kept where the reference strips them.
     if out.is_empty()
@@ -97,8 +109,9 @@ pub(super) fn sanitize_tool_names(input: &Value, output: &Value) -> Vec<Violatio
         ));
     }
     if let Some(bad) = names.iter().find(|n| {
-        n.as_str()
-            .is_none_or(|n| sanitized(n).as_deref() != Some(n) || n.chars().count() > MAX_NAME_CHARS)
+        n.as_str().is_none_or(|n| {
+            sanitized(n).as_deref() != Some(n) || n.chars().count() > MAX_NAME_CHARS
+        })
     }) {
         out.push(gate(
             Rule::P2,

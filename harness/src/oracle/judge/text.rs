@@ -33,8 +33,8 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
     }
     let (ins, outs) = (split_keeping(before), split_keeping(after));
     if ins.len() != outs.len() {
-        let removed = lines(before).any(is_directive_line)
-            && lines(before).count() > lines(after).count();
+        let removed =
+            lines(before).any(is_directive_line) && lines(before).count() > lines(after).count();
         out.push(if removed {
             gate(
                 Rule::D1,

@@ -154,7 +154,10 @@ pub(super) fn blocks_match(
         out.push(gate(
             rule,
             kind,
-            format!("{required} non-blank input blocks, {} output blocks", blocks.len()),
+            format!(
+                "{required} non-blank input blocks, {} output blocks",
+                blocks.len()
+            ),
         ));
         // Order is lost; still no valid image and no text may be missing anywhere.
         for e in &expects {
@@ -220,10 +223,13 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
         Some("text") => str_field(block, "text"),
         _ => None,
     };
-    let bounded_by = |limit: usize, t: &str| t.len() <= limit + PREFIX_ROOM * (1 + t.lines().count());
+    let bounded_by =
+        |limit: usize, t: &str| t.len() <= limit + PREFIX_ROOM * (1 + t.lines().count());
     // Spelled the same by every JSON writer: printable ASCII without quotes or backslashes.
     let plain = |s: &str| {
-        s.len() <= KEEP_MAX && s.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
+        s.len() <= KEEP_MAX
+            && s.bytes()
+                .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
     };
     match (e, text) {
         (Expect::Droppable, _) => None,
@@ -272,10 +278,18 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
             Rule::C2,
             "invalid image placeholder without its media type",
         ),
-        (Expect::Audio(mime), Some(t)) => missing(t, &[*mime], Rule::C3, "audio placeholder without its media type"),
-        (Expect::Link { uri, label }, Some(t)) => {
-            missing(t, &[Some(uri), *label], Rule::C4, "resource link without its label or URI")
-        }
+        (Expect::Audio(mime), Some(t)) => missing(
+            t,
+            &[*mime],
+            Rule::C3,
+            "audio placeholder without its media type",
+        ),
+        (Expect::Link { uri, label }, Some(t)) => missing(
+            t,
+            &[Some(uri), *label],
+            Rule::C4,
+            "resource link without its label or URI",
+        ),
         (Expect::ResourceText(text), Some(t)) => (!keeps(t, text)).then(|| {
             gate(
                 Rule::C5,
@@ -298,6 +312,11 @@ fn missing(text: &str, fields: &[Option<&str>], rule: Rule, kind: &str) -> Optio
         .iter()
         .flatten()
         .find(|f| f.len() <= KEEP_MAX && !keeps(text, f))
-        .map(|f| gate(rule, kind, format!("{:?} not in {:?}", bounded(f, 120), bounded(text, 200))))
+        .map(|f| {
+            gate(
+                rule,
+                kind,
+                format!("{:?} not in {:?}", bounded(f, 120), bounded(text, 200)),
+            )
+        })
 }
-

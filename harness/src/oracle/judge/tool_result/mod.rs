@@ -5,7 +5,6 @@
 //! text must survive (F2), a valid image must pass byte-identical (F1), other blocks must become
 //! bounded text that keeps what a model needs and never a payload (C2–C6, F4).
 
-
 mod blocks;
 
 use serde_json::Value;
@@ -63,7 +62,10 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
                 out.push(gate(
                     Rule::F3,
                     "isError not preserved",
-                    format!("input isError {:?}, output {is_error}", result.get("isError")),
+                    format!(
+                        "input isError {:?}, output {is_error}",
+                        result.get("isError")
+                    ),
                 ));
             }
             let input_blocks: Vec<&Value> = match result.get("content") {
@@ -90,7 +92,8 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
 
 /// C8: a result that is not an object becomes one text block describing it, not an error.
 fn not_an_object(blocks: &[Value], is_error: bool, out: &mut Vec<Violation>) {
-    let one_text = blocks.len() == 1 && blocks[0].get("type").and_then(Value::as_str) == Some("text");
+    let one_text =
+        blocks.len() == 1 && blocks[0].get("type").and_then(Value::as_str) == Some("text");
     if !one_text {
         out.push(gate(
             Rule::C8,
@@ -126,9 +129,15 @@ fn structured_content(structured: Option<&Value>, blocks: &[Value], out: &mut Ve
     };
     // Keys spelled the same in every JSON writer (no escapes) must appear.
     let plain = |k: &&String| {
-        k.len() <= 100 && k.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
+        k.len() <= 100
+            && k.bytes()
+                .all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\')
     };
-    if let Some(missing) = fields.keys().filter(plain).take(32).find(|k| !text.contains(k.as_str()))
+    if let Some(missing) = fields
+        .keys()
+        .filter(plain)
+        .take(32)
+        .find(|k| !text.contains(k.as_str()))
     {
         out.push(gate(
             Rule::C7,
@@ -171,7 +180,9 @@ pub fn payloads(block: &Value) -> Vec<&str> {
 fn payload_free(input_blocks: &[&Value], texts: &[&str], out: &mut Vec<Violation>) {
     let carried_as_text: Vec<&str> = input_blocks
         .iter()
-        .filter_map(|b| str_field(b, "text").or_else(|| b.get("resource").and_then(|r| str_field(r, "text"))))
+        .filter_map(|b| {
+            str_field(b, "text").or_else(|| b.get("resource").and_then(|r| str_field(r, "text")))
+        })
         .collect();
     for payload in input_blocks.iter().flat_map(|b| payloads(b)) {
         if texts.iter().any(|t| t.contains(payload))
