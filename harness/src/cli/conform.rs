@@ -141,7 +141,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
                 finding.op, finding.id
             ));
             let stored = serde_json::json!({"op": finding.op, "rule": finding.rule, "kind": finding.kind, "input": finding.input});
-            normfuzz::runner::report::write_atomic(&path, format!("{stored:#}\n").as_bytes())?;
+            normfuzz::fs::write_atomic(&path, format!("{stored:#}\n").as_bytes())?;
         }
     }
     let failed = outcome.failed(campaign.strict);

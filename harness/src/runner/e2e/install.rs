@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 
 use super::adapter::{Adapter, expand_all};
-use crate::runner::report::write_atomic;
+use crate::fs::write_atomic;
 
 /// `$NORMFUZZ_CACHE`, else `$XDG_CACHE_HOME/normfuzz`, else `~/.cache/normfuzz`.
 pub fn default_cache_root() -> PathBuf {

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::adapter::{Adapter, expand, expand_all};
 use super::cases::E2eCase;
-use crate::runner::report::write_atomic;
+use crate::fs::write_atomic;
 
 /// What the driver hands to the sandboxed turn (`D/spec.json`).
 #[derive(Debug, Serialize, Deserialize)]
@@ -182,7 +182,8 @@ pub fn run(dir: &Path) -> Result<()> {
     write_atomic(
         &dir.join(RECORD),
         serde_json::to_vec_pretty(&record)?.as_slice(),
-    )
+    )?;
+    Ok(())
 }
 
 /// Binds `tmp` over `/tmp` unless something the turn needs lives under `/tmp` (it would vanish).

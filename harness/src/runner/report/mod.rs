@@ -39,19 +39,14 @@ use serde::Serialize;
 
 pub use view::{E2eCaseView, E2eFindingView, E2eView, StoredFinding, repro_command};
 
+use crate::fs::write_atomic;
 use crate::runner::campaign::Outcome;
 use view::{CampaignView, finding_file};
-
-/// `crate::fs::write_atomic` (temp file in the same folder, then rename) for the runner's
-/// `anyhow` callers.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    Ok(crate::fs::write_atomic(path, bytes)?)
-}
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    Ok(write_atomic(path, &bytes)?)
 }
 
 /// Appends `markdown` to a GitHub Actions step summary. Appended, never replaced: other steps

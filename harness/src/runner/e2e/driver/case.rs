@@ -1,0 +1,255 @@
+//! Running one case: the sandbox (`unshare` namespaces, probed once), the sandboxed
+//! `normfuzz e2e-turn` and its time-out, then the judging of what the turn left in its folder.
+
+use std::os::unix::process::CommandExt as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::excerpt::bounded;
+use crate::fs::{fresh_dir, write_atomic};
+use crate::rule::Rule;
+use crate::runner::e2e::adapter::{Adapter, expand_all};
+use crate::runner::e2e::checks::{self, E2eFinding};
+use crate::runner::e2e::one_turn::{self, TurnRecord, TurnSpec};
+
+/// How turns are sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub(super) enum Isolation {
+    /// `unshare -n -m`: loopback-only network, private mounts.
+    Namespaces,
+    /// The same inside an unprivileged user namespace (`unshare -r`).
+    UserNamespaces,
+    None,
+}
+
+impl Isolation {
+    fn prefix(self) -> &'static [&'static str] {
+        match self {
+            Isolation::Namespaces => &["unshare", "-n", "-m", "--propagation", "private", "--"],
+            Isolation::UserNamespaces => &[
+                "unshare",
+                "-r",
+                "-n",
+                "-m",
+                "--propagation",
+                "private",
+                "--",
+            ],
+            Isolation::None => &[],
+        }
+    }
+
+    pub(super) fn probe(choice: &str) -> Result<Isolation> {
+        if choice == "off" {
+            return Ok(Isolation::None);
+        }
+        // The probe is what each turn does first: a fresh namespace and its loopback brought up.
+        for candidate in [Isolation::Namespaces, Isolation::UserNamespaces] {
+            let argv = candidate.prefix();
+            let works = Command::new(argv[0])
+                .args(&argv[1..])
+                .args(["ip", "link", "set", "lo", "up"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if works {
+                return Ok(candidate);
+            }
+        }
+        if choice == "required" {
+            bail!(
+                "--isolation required, but `unshare -n -m ip link set lo up` fails here (needs root or user \
+                 namespaces, and iproute2)"
+            );
+        }
+        eprintln!(
+            "normfuzz e2e: warning: no network namespace available (`unshare -n` needs root or user \
+             namespaces, and `ip` from iproute2); turns run unisolated, with dead proxies as the only guard"
+        );
+        Ok(Isolation::None)
+    }
+}
+
+/// One case's outcome.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct CaseOutcome {
+    pub(super) id: String,
+    pub(super) about: String,
+    pub(super) api: String,
+    pub(super) image_input: bool,
+    pub(super) elapsed_ms: u64,
+    /// The case could not be judged (harness or adapter trouble, not a runtime finding).
+    pub(super) error: Option<String>,
+    pub(super) findings: Vec<E2eFinding>,
+}
+
+/// Runs one case in its sandbox and judges it.
+pub(super) fn run_case(
+    adapter: &Adapter,
+    spec: &TurnSpec,
+    dir: &Path,
+    isolation: Isolation,
+) -> CaseOutcome {
+    let flavour = &adapter.flavour[spec.case.flavour % adapter.flavour.len()];
+    let mut outcome = CaseOutcome {
+        id: spec.case.id.clone(),
+        about: spec.case.about.clone(),
+        api: flavour.api.clone(),
+        image_input: spec.case.image_input,
+        elapsed_ms: 0,
+        error: None,
+        findings: Vec::new(),
+    };
+    let start = Instant::now();
+    match turn(adapter, spec, dir, isolation) {
+        Ok(record) => match judge(adapter, spec, dir, &record, &flavour.mock) {
+            Ok(findings) => outcome.findings = findings,
+            Err(e) => outcome.error = Some(format!("{e:#}")),
+        },
+        Err(e) => outcome.error = Some(format!("{e:#}")),
+    }
+    outcome.elapsed_ms = start.elapsed().as_millis() as u64;
+    // The runtime's state and temp files (tens of MB a turn) are not evidence; the config,
+    // captured requests, output, logs and the MCP result stay.
+    for scratch in ["home", "tmp"] {
+        let _ = std::fs::remove_dir_all(dir.join(scratch));
+    }
+    outcome
+}
+
+/// Starts `normfuzz e2e-turn` in the sandbox and waits for its record.
+fn turn(
+    adapter: &Adapter,
+    spec: &TurnSpec,
+    dir: &Path,
+    isolation: Isolation,
+) -> Result<TurnRecord> {
+    fresh_dir(dir)?;
+    write_atomic(
+        &dir.join(one_turn::SPEC),
+        serde_json::to_vec_pretty(spec)?.as_slice(),
+    )?;
+    let exe = std::env::current_exe()?;
+    let prefix = isolation.prefix();
+    let mut cmd = match prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    cmd.arg("e2e-turn")
+        .arg("--dir")
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("sandbox.log"))?)
+        .process_group(0);
+    let mut child = cmd.spawn().context("cannot start the sandboxed turn")?;
+    // The turn enforces the adapter's time-out itself; this one only catches a stuck sandbox.
+    let deadline = Duration::from_secs(adapter.turn_timeout + 60);
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if start.elapsed() > deadline {
+            // SAFETY: kill(2) on the process group we created.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            bail!(
+                "the sandboxed turn did not finish within {} s",
+                deadline.as_secs()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let record = std::fs::read(dir.join(one_turn::RECORD));
+    match record {
+        Ok(bytes) => Ok(serde_json::from_slice(&bytes)?),
+        Err(_) => {
+            let log = std::fs::read_to_string(dir.join("sandbox.log")).unwrap_or_default();
+            bail!(
+                "the sandboxed turn failed ({status}): {}",
+                bounded(log.trim(), 600)
+            )
+        }
+    }
+}
+
+fn judge(
+    adapter: &Adapter,
+    spec: &TurnSpec,
+    dir: &Path,
+    record: &TurnRecord,
+    provider: &str,
+) -> Result<Vec<E2eFinding>> {
+    let mut findings = Vec::new();
+    let stderr = std::fs::read_to_string(dir.join(one_turn::STDERR)).unwrap_or_default();
+    if record.timed_out || record.exit_code != Some(0) {
+        findings.push(E2eFinding {
+            rule: Rule::B1,
+            reason: if record.timed_out {
+                format!("the turn did not finish within {} s", adapter.turn_timeout)
+            } else {
+                format!("the turn exited with {:?}", record.exit_code)
+            },
+            evidence: json!({"stderrTail": crate::excerpt::tail(&stderr, 2000)}),
+        });
+    }
+    let requests = one_turn::requests(dir)?;
+    for r in &requests {
+        if r["verdict"]["accepted"] == false && r["provider"].is_string() {
+            findings.push(E2eFinding {
+                rule: Rule::Provider,
+                reason: format!(
+                    "the {} mock answered {} to request {}: a poisoned session",
+                    r["provider"].as_str().unwrap_or("?"),
+                    r["verdict"]["status"],
+                    r["seq"]
+                ),
+                evidence: r["verdict"]["body"].clone(),
+            });
+        }
+    }
+    match checks::model_view(provider, &requests) {
+        Some(view) => findings.extend(checks::check_model_view(&spec.case, &view)),
+        None if findings.is_empty() => bail!(
+            "no request to the {provider} mock carried a tool result ({} requests); did the runtime see the tool `{}`?",
+            requests.len(),
+            adapter.model_tool
+        ),
+        None => {}
+    }
+    if let Some(stdout) = read_json(&dir.join(one_turn::STDOUT)) {
+        let vars = std::collections::BTreeMap::from([("case", dir.display().to_string())]);
+        let roots = expand_all(&adapter.run.media_roots, &vars)?;
+        findings.extend(checks::check_delivered(
+            &checks::delivered(adapter, &stdout),
+            &roots,
+        ));
+    } else if record.exit_code == Some(0) {
+        findings.push(E2eFinding {
+            rule: Rule::B1,
+            reason: "the turn's output is not JSON".into(),
+            evidence: json!(crate::excerpt::tail(
+                &std::fs::read_to_string(dir.join(one_turn::STDOUT)).unwrap_or_default(),
+                2000
+            )),
+        });
+    }
+    Ok(checks::merge_by_rule(findings))
+}
+
+pub(super) fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}

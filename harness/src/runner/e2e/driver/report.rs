@@ -1,0 +1,259 @@
+//! A finished run, written out: each finding with its baseline status (known, new) and its
+//! evidence file, the stale baseline entries, `index.json` and the report formats, the console
+//! summary and the exit code.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::Result;
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::case::{CaseOutcome, Isolation, read_json};
+use crate::excerpt::bounded;
+use crate::fs::write_atomic;
+use crate::runner::e2e::adapter::Adapter;
+use crate::runner::e2e::baseline::Baseline;
+use crate::runner::e2e::cases::E2eCase;
+use crate::runner::e2e::checks::E2eFinding;
+use crate::runner::e2e::one_turn;
+use crate::runner::report::{E2eCaseView, E2eFindingView, E2eView};
+
+/// One finding with its baseline status.
+#[derive(Debug, Serialize)]
+struct Judged {
+    case: String,
+    #[serde(flatten)]
+    finding: E2eFinding,
+    known: bool,
+}
+
+/// What the report tells about a run besides its outcomes.
+pub(super) struct Run<'a> {
+    pub(super) adapter: &'a Adapter,
+    pub(super) version: &'a str,
+    /// The adapter file's name, as `cargo xtask e2e --runtime` takes it.
+    pub(super) runtime_name: &'a str,
+    pub(super) isolation: Isolation,
+    pub(super) seed: u64,
+    pub(super) baseline: &'a Baseline,
+    pub(super) baseline_path: Option<&'a Path>,
+    pub(super) plan: &'a [E2eCase],
+    pub(super) report: &'a Path,
+    pub(super) start: Instant,
+}
+
+/// Compares the outcomes (in plan order) with the baseline, writes the report and prints the
+/// summary; fails the run on a new finding, an error or a stale baseline entry.
+pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode> {
+    let Run {
+        adapter,
+        version,
+        runtime_name,
+        isolation,
+        seed,
+        baseline,
+        baseline_path,
+        plan,
+        report,
+        start,
+    } = *run;
+    let judged: Vec<Judged> = outcomes
+        .iter()
+        .flat_map(|o| {
+            o.findings.iter().map(|f| Judged {
+                case: o.id.clone(),
+                finding: f.clone(),
+                known: baseline.is_known(&o.id, f.rule.as_str()),
+            })
+        })
+        .collect();
+    let ran: BTreeSet<&str> = outcomes
+        .iter()
+        .filter(|o| o.error.is_none())
+        .map(|o| o.id.as_str())
+        .collect();
+    let found: BTreeSet<(&str, &str)> = judged
+        .iter()
+        .map(|j| (j.case.as_str(), j.finding.rule.as_str()))
+        .collect();
+    let stale = baseline.stale(&ran, &found);
+    let new = judged.iter().filter(|j| !j.known).count();
+    let errors = outcomes.iter().filter(|o| o.error.is_some()).count();
+    let repro = |case: &str| {
+        format!(
+            "cargo xtask e2e --runtime {runtime_name} --case {case}{}",
+            if case.starts_with("gen-") {
+                format!(" --seed {seed}")
+            } else {
+                String::new()
+            }
+        )
+    };
+
+    for j in &judged {
+        let dir = report.join("cases").join(&j.case);
+        let file = report.join(finding_file(&j.case, j.finding.rule.as_str()));
+        let outcome = outcomes.iter().find(|o| o.id == j.case);
+        write_atomic(
+            &file,
+            format!(
+                "{:#}\n",
+                json!({
+                    "case": j.case, "rule": j.finding.rule, "reason": j.finding.reason,
+                    "known": j.known, "evidence": j.finding.evidence,
+                    "api": outcome.map(|o| &o.api),
+                    "input": plan.iter().find(|c| c.id == j.case),
+                    "capturedRequest": tool_result_request(&dir),
+                    "delivered": read_json(&dir.join(one_turn::STDOUT)).map(|v| bounded_value(&v)),
+                    "files": dir.strip_prefix(report).unwrap_or(&dir),
+                    "repro": repro(&j.case),
+                })
+            )
+            .as_bytes(),
+        )?;
+    }
+    let index = json!({
+        "runtime": adapter.label(),
+        "runtimeVersion": version,
+        "isolation": isolation,
+        "seed": seed,
+        "elapsedMs": start.elapsed().as_millis() as u64,
+        "baseline": baseline_path,
+        "cases": outcomes,
+        "findings": judged,
+        "new": new,
+        "stale": stale.iter().map(|k| json!({"case": k.case, "rule": k.rule, "reason": k.reason})).collect::<Vec<_>>(),
+        "errors": errors,
+    });
+    let elapsed = start.elapsed().as_secs_f64();
+    let view = E2eView {
+        runtime: format!("{} ({version})", adapter.label()),
+        facts: vec![
+            ("isolation", format!("{isolation:?}")),
+            ("seed", seed.to_string()),
+            ("time", format!("{elapsed:.0} s")),
+            (
+                "baseline",
+                baseline_path
+                    .as_ref()
+                    .map_or("none".into(), |p| p.display().to_string()),
+            ),
+        ],
+        cases: outcomes
+            .iter()
+            .map(|o| E2eCaseView {
+                id: o.id.clone(),
+                api: o.api.clone(),
+                about: o.about.clone(),
+                elapsed_ms: o.elapsed_ms,
+                error: o.error.clone(),
+                findings: o
+                    .findings
+                    .iter()
+                    .map(|f| E2eFindingView {
+                        rule: f.rule.to_string(),
+                        reason: f.reason.clone(),
+                        known: baseline.is_known(&o.id, f.rule.as_str()),
+                        evidence: f.evidence.clone(),
+                        repro: repro(&o.id),
+                        file: finding_file(&o.id, f.rule.as_str()),
+                    })
+                    .collect(),
+            })
+            .collect(),
+        stale: stale
+            .iter()
+            .map(|k| (k.case.clone(), k.rule.clone(), k.reason.clone()))
+            .collect(),
+    };
+    crate::runner::report::write_e2e(
+        report,
+        &index,
+        &view,
+        crate::runner::report::step_summary_path().as_deref(),
+    )?;
+
+    let failing_cases = outcomes
+        .iter()
+        .filter(|o| {
+            o.error.is_some()
+                || o.findings
+                    .iter()
+                    .any(|f| !baseline.is_known(&o.id, f.rule.as_str()))
+        })
+        .count();
+    let failed = failing_cases + stale.len();
+    println!(
+        "{}: {} cases, {} findings ({} known, {new} new), {} stale, {errors} errors; report in {}",
+        adapter.label(),
+        outcomes.len(),
+        judged.len(),
+        judged.len() - new,
+        stale.len(),
+        report.display()
+    );
+    for k in &stale {
+        println!(
+            "stale baseline entry: {} {} ({}) no longer reproduces",
+            k.case, k.rule, k.reason
+        );
+    }
+    for j in judged.iter().filter(|j| !j.known) {
+        println!(
+            "NEW {} {}: {}  repro: {}",
+            j.case,
+            j.finding.rule,
+            j.finding.reason,
+            repro(&j.case)
+        );
+    }
+    println!("{} passed, {failed} failed", outcomes.len() - failing_cases);
+    Ok(ExitCode::from(u8::from(failed > 0)))
+}
+
+/// `findings/<case>--<rule>.json`: one file per rule a case broke.
+fn finding_file(case: &str, rule: &str) -> String {
+    format!("findings/{case}--{rule}.json")
+}
+
+/// Long strings cut for the report (base64 images, system prompts).
+fn bounded_value(v: &Value) -> Value {
+    match v {
+        Value::String(s) => json!(bounded(s, 2000)),
+        Value::Array(a) => Value::Array(a.iter().map(bounded_value).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| (k.clone(), bounded_value(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// The captured request carrying the tool result, from the tool result on (the system prompt
+/// and tool list, ~100 KB, stay in `requests.jsonl`).
+fn tool_result_request(dir: &Path) -> Value {
+    let Ok(requests) = one_turn::requests(dir) else {
+        return Value::Null;
+    };
+    let carries = |m: &Value| {
+        m["role"] == "tool"
+            || m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+    };
+    requests
+        .iter()
+        .find_map(|r| {
+            let messages = r["body"]["messages"].as_array()?;
+            let first = messages.iter().position(carries)?;
+            Some(json!({
+                "seq": r["seq"], "provider": r["provider"], "path": r["path"], "verdict": r["verdict"],
+                "messagesFromToolResult": bounded_value(&Value::Array(messages[first..].to_vec())),
+            }))
+        })
+        .unwrap_or(Value::Null)
+}
