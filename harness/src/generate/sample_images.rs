@@ -72,3 +72,103 @@ pub fn jpeg_with_padding(padding: usize) -> Vec<u8> {
     out.extend_from_slice(&jpeg[2..]);
     out
 }
+
+/// A JPEG of SOI, a frame header claiming `width` x `height` (baseline, or progressive when
+/// `progressive`) and EOI, and no pixels.
+pub fn jpeg_header(width: u16, height: u16, progressive: bool) -> Vec<u8> {
+    let mut jpeg = vec![
+        0xFF,
+        0xD8,
+        0xFF,
+        if progressive { 0xC2 } else { 0xC0 },
+        0x00,
+        0x11,
+        8,
+    ];
+    jpeg.extend_from_slice(&height.to_be_bytes());
+    jpeg.extend_from_slice(&width.to_be_bytes());
+    // Three components: id, sampling factors, quantization table.
+    jpeg.extend_from_slice(&[3, 1, 0x22, 0, 2, 0x11, 1, 3, 0x11, 1]);
+    jpeg.extend_from_slice(&[0xFF, 0xD9]);
+    jpeg
+}
+
+/// How a WebP file starts: lossy, lossless or extended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WebpKind {
+    Lossy,
+    Lossless,
+    Extended,
+}
+
+impl WebpKind {
+    pub const ALL: [WebpKind; 3] = [Self::Lossy, Self::Lossless, Self::Extended];
+}
+
+/// A RIFF/WebP container whose first chunk claims `width` x `height` (at most 16383 for lossy,
+/// 16384 for lossless), and no pixels.
+pub fn webp_header(kind: WebpKind, width: u32, height: u32) -> Vec<u8> {
+    let (fourcc, payload): (&[u8; 4], Vec<u8>) = match kind {
+        WebpKind::Lossy => {
+            // Frame tag (key frame, version 0, shown, partition size 0), start code, 14-bit
+            // width and height with no scaling.
+            let mut p = vec![0x10, 0x00, 0x00, 0x9D, 0x01, 0x2A];
+            p.extend_from_slice(&(width as u16 & 0x3FFF).to_le_bytes());
+            p.extend_from_slice(&(height as u16 & 0x3FFF).to_le_bytes());
+            (b"VP8 ", p)
+        }
+        WebpKind::Lossless => {
+            let bits =
+                (width.saturating_sub(1) & 0x3FFF) | (height.saturating_sub(1) & 0x3FFF) << 14;
+            let mut p = vec![0x2F];
+            p.extend_from_slice(&bits.to_le_bytes());
+            (b"VP8L", p)
+        }
+        WebpKind::Extended => {
+            let mut p = vec![0; 4];
+            p.extend_from_slice(&width.saturating_sub(1).to_le_bytes()[..3]);
+            p.extend_from_slice(&height.saturating_sub(1).to_le_bytes()[..3]);
+            (b"VP8X", p)
+        }
+    };
+    let mut chunk = fourcc.to_vec();
+    chunk.extend_from_slice(&u32::try_from(payload.len()).unwrap_or(0).to_le_bytes());
+    chunk.extend_from_slice(&payload);
+    if payload.len() % 2 == 1 {
+        chunk.push(0);
+    }
+    let mut webp = b"RIFF".to_vec();
+    webp.extend_from_slice(&u32::try_from(4 + chunk.len()).unwrap_or(0).to_le_bytes());
+    webp.extend_from_slice(b"WEBP");
+    webp.extend_from_slice(&chunk);
+    webp
+}
+
+/// A real 1x1 PNG or JPEG padded so that its base64 is exactly `base64_len` characters (a
+/// multiple of 4): a screenshot-sized image, judged from its header.
+pub fn padded_base64(format: ImageFormat, base64_len: usize) -> String {
+    let bytes = base64_len / 4 * 3;
+    let tiny_len = tiny(format).len();
+    let image = match format {
+        ImageFormat::Jpeg => {
+            // Comment segments of at most 65,533 bytes after a 4-byte marker and length, as many
+            // as the room needs, the last one shorter.
+            let jpeg = tiny(ImageFormat::Jpeg);
+            let room = bytes.saturating_sub(tiny_len);
+            let segments = room.div_ceil(65_537);
+            let mut left = room.saturating_sub(4 * segments);
+            let mut out = jpeg[..2].to_vec();
+            for _ in 0..segments {
+                let chunk = left.min(65_533);
+                out.extend_from_slice(&[0xFF, 0xFE]);
+                out.extend_from_slice(&u16::try_from(chunk + 2).unwrap_or(u16::MAX).to_be_bytes());
+                out.resize(out.len() + chunk, b'.');
+                left -= chunk;
+            }
+            out.extend_from_slice(&jpeg[2..]);
+            out
+        }
+        _ => png_with_padding(bytes.saturating_sub(tiny_len + 12)),
+    };
+    base64_simd::STANDARD.encode_to_string(image)
+}
