@@ -1,5 +1,7 @@
 //! Case inputs for every protocol op, as proptest strategies (so failures shrink): valid,
-//! near-valid (one thing wrong) and hostile families, mixed.
+//! near-valid (one thing wrong) and hostile families, mixed with the corner families of
+//! [`corners`] (directive disguises, streams cut from one text, every U-rule family, size limits
+//! at ±1, deep nesting), which the fuzz targets draw from too.
 
 use proptest::collection::vec;
 use proptest::option;
@@ -7,49 +9,79 @@ use proptest::prelude::*;
 use proptest::sample::select;
 use serde_json::{Value, json};
 
-use crate::generate::mcp_results::{tricky_text, valid_result};
-use crate::reference::image::ImageFormat;
+use crate::generate::corners::{self, limits, nesting, text, urls};
 use crate::generate::mcp::McpVersion;
-use crate::protocol::Op;
+use crate::generate::mcp_results::{tricky_text, valid_result};
 use crate::generate::sample_images;
+use crate::protocol::Op;
+use crate::reference::image::ImageFormat;
+
+/// One limit case in this many draws a multi-megabyte image. Limit cases are 6 in 100
+/// `coerce_tool_result` cases, so about one such case in 500 carries one.
+const BIG_IMAGE_ONE_IN: usize = 30;
 
 /// Inputs for `op`.
 pub fn op_input(op: Op) -> BoxedStrategy<Value> {
     match op {
         Op::CoerceToolResult => prop_oneof![
-            3 => select(McpVersion::ALL.to_vec()).prop_flat_map(valid_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
-            4 => near_valid_result(),
-            2 => hostile_json(),
+            30 => select(McpVersion::ALL.to_vec()).prop_flat_map(valid_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
+            36 => near_valid_result(),
+            18 => hostile_json(),
+            8 => corners::strategy(text::directive_result),
+            6 => corners::strategy(|c| limits::limit_result(c, BIG_IMAGE_ONE_IN)),
+            2 => corners::strategy(nesting::nested_result),
         ]
         .boxed(),
-        Op::NeutralizeText => tricky_text().prop_map(|text| json!({ "text": text })).boxed(),
-        Op::CheckMediaUrl => url_spelling().prop_map(|url| json!({ "url": url })).boxed(),
-        Op::ParseReply => (reply_text(), roots()).prop_map(|(text, roots)| json!({ "text": text, "roots": roots })).boxed(),
-        Op::NormalizeStream => (vec(reply_text(), 0..5), option::of(reply_text()), roots())
-            .prop_map(|(chunks, last, roots)| json!({ "chunks": chunks, "final": last, "roots": roots }))
-            .boxed(),
-        Op::ResolveRetryImages => (
-            0u64..3,
-            option::of(select(vec!["format", "rate_limit", "timeout", "auth", "overloaded", "unknown"])),
-            option::of(select(vec!["anthropic", "Anthropic", "openai", "google", "bedrock"])),
-            select(vec!["anthropic", "ANTHROPIC", "openai", "google"]),
-            option::of(vec(image_block(), 0..3)),
-        )
-            .prop_map(|(attempt, failure, primary, candidate, images)| {
-                json!({"attempt": attempt, "previousFailure": failure, "primaryProvider": primary,
-                       "candidateProvider": candidate, "images": images})
-            })
-            .boxed(),
-        Op::SanitizeToolNames => vec(
-            prop_oneof![
-                3 => "[A-Za-z0-9_ .:/-]{0,12}".prop_map(Value::from),
-                1 => "[a-z_]{95,110}".prop_map(Value::from),
-                1 => any::<String>().prop_map(Value::from),
-                1 => select(vec![json!(null), json!(5), json!(["x"]), json!({"n": "x"})]),
-            ],
-            0..26,
-        )
-        .prop_map(|names| json!({ "names": names }))
+        Op::NeutralizeText => prop_oneof![
+            tricky_text().prop_map(|text| json!({ "text": text })),
+            corners::strategy(text::neutralize_input),
+        ]
+        .boxed(),
+        Op::CheckMediaUrl => prop_oneof![
+            1 => url_spelling().prop_map(|url| json!({ "url": url })),
+            2 => corners::strategy(|c| json!({ "url": urls::url(c) })),
+        ]
+        .boxed(),
+        Op::ParseReply => prop_oneof![
+            (reply_text(), roots()).prop_map(|(text, roots)| json!({ "text": text, "roots": roots })),
+            corners::strategy(text::reply_input),
+        ]
+        .boxed(),
+        // Mostly one text cut into chunks; independent chunks too.
+        Op::NormalizeStream => prop_oneof![
+            1 => (vec(reply_text(), 0..5), option::of(reply_text()), roots())
+                .prop_map(|(chunks, last, roots)| json!({ "chunks": chunks, "final": last, "roots": roots })),
+            3 => corners::strategy(text::stream_input),
+        ]
+        .boxed(),
+        Op::ResolveRetryImages => prop_oneof![
+            (
+                0u64..3,
+                option::of(select(vec!["format", "rate_limit", "timeout", "auth", "overloaded", "unknown"])),
+                option::of(select(vec!["anthropic", "Anthropic", "openai", "google", "bedrock"])),
+                select(vec!["anthropic", "ANTHROPIC", "openai", "google"]),
+                option::of(vec(image_block(), 0..3)),
+            )
+                .prop_map(|(attempt, failure, primary, candidate, images)| {
+                    json!({"attempt": attempt, "previousFailure": failure, "primaryProvider": primary,
+                           "candidateProvider": candidate, "images": images})
+                }),
+            corners::strategy(limits::retry_input),
+        ]
+        .boxed(),
+        Op::SanitizeToolNames => prop_oneof![
+            vec(
+                prop_oneof![
+                    3 => "[A-Za-z0-9_ .:/-]{0,12}".prop_map(Value::from),
+                    1 => "[a-z_]{95,110}".prop_map(Value::from),
+                    1 => any::<String>().prop_map(Value::from),
+                    1 => select(vec![json!(null), json!(5), json!(["x"]), json!({"n": "x"})]),
+                ],
+                0..26,
+            )
+            .prop_map(|names| json!({ "names": names })),
+            corners::strategy(limits::tool_names_input),
+        ]
         .boxed(),
     }
 }
@@ -272,6 +304,7 @@ fn roots() -> impl Strategy<Value = Vec<String>> {
 pub fn reply_text() -> impl Strategy<Value = String> {
     let target = prop_oneof![
         url_spelling(),
+        corners::strategy(urls::target),
         select(vec![
             "/work/media/a.png",
             "/work/media/../secret.png",
@@ -292,4 +325,165 @@ pub fn reply_text() -> impl Strategy<Value = String> {
             .prop_map(String::from),
     ];
     vec(piece, 0..6).prop_map(|v| v.concat())
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+
+    use super::*;
+    use crate::generate::corners::nesting::{depth_of, dismantle};
+
+    /// `n` inputs of `op` as a campaign draws them (deterministic).
+    fn sample(op: Op, n: usize) -> Vec<Value> {
+        let strategy = op_input(op);
+        let mut runner = TestRunner::deterministic();
+        (0..n)
+            .map(|_| {
+                strategy
+                    .new_tree(&mut runner)
+                    .map(|t| t.current())
+                    .unwrap_or_default()
+            })
+            .collect()
+    }
+
+    fn strings(v: &Value) -> String {
+        serde_json::to_string(v).unwrap_or_default()
+    }
+
+    #[test]
+    fn streams_are_cut_inside_directives_and_line_ends() {
+        let (mut inside_word, mut inside_crlf, mut empty, mut split_off_final) = (0, 0, 0, 0);
+        for input in sample(Op::NormalizeStream, 2000) {
+            let chunks: Vec<&str> = input["chunks"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let joined = chunks.concat();
+            let mut at = 0;
+            let cuts: Vec<usize> = chunks
+                .iter()
+                .map(|c| {
+                    at += c.len();
+                    at
+                })
+                .collect();
+            inside_word += joined
+                .match_indices("MEDIA:")
+                .filter(|(i, _)| cuts.iter().any(|&b| b > *i && b < i + 6))
+                .count();
+            inside_crlf += joined
+                .match_indices("\r\n")
+                .filter(|(i, _)| cuts.contains(&(i + 1)))
+                .count();
+            empty += chunks.iter().filter(|c| c.is_empty()).count();
+            let last = input["final"].as_str().unwrap_or_default();
+            split_off_final += usize::from(
+                chunks.last().is_some_and(|c| c.ends_with("ME")) && last.starts_with("DIA"),
+            );
+        }
+        assert!(inside_word >= 20, "{inside_word} cuts inside MEDIA:");
+        assert!(inside_crlf >= 20, "{inside_crlf} cuts inside \\r\\n");
+        assert!(empty >= 20, "{empty} empty chunks");
+        assert!(
+            split_off_final >= 1,
+            "no directive split between the stream and the final reply"
+        );
+    }
+
+    #[test]
+    fn directive_disguises_reach_every_text_op() {
+        for (op, n) in [
+            (Op::NeutralizeText, 1000),
+            (Op::ParseReply, 1000),
+            (Op::NormalizeStream, 1000),
+            (Op::CoerceToolResult, 3000),
+        ] {
+            let all: String = sample(op, n).iter().map(strings).collect();
+            for needle in [
+                r"\u0001MEDIA:",
+                "\u{7f}",
+                "\u{9f}",
+                "\u{2028}",
+                "\u{85}",
+                r"\r\n",
+                "ＭＥＤＩＡ",
+                "\u{200b}",
+                "ı",
+                "：",
+            ] {
+                assert!(all.contains(needle), "{op:?} never has {needle:?}");
+            }
+            // A control character hidden inside the word.
+            let hidden_inside = [
+                "ME\\u0001",
+                "MED\\u0001",
+                "MEDI\\u0001",
+                "M\\u0001",
+                "MEDIA\\u0001",
+            ];
+            assert!(
+                hidden_inside.iter().any(|h| all.contains(h)),
+                "{op:?}: no control inside MEDIA"
+            );
+        }
+    }
+
+    #[test]
+    fn coercion_reaches_depth_limits_and_directive_fields() {
+        let mut deepest = 0;
+        let (mut c6, mut pixels, mut big) = (0, 0, 0);
+        for input in sample(Op::CoerceToolResult, 6000) {
+            deepest = deepest.max(depth_of(&input));
+            let text = strings(&input);
+            let len = text.len();
+            big += usize::from(len > 5_000_000);
+            if len < 20_000 {
+                c6 += usize::from(text.contains("lorem ipsum"));
+                pixels += usize::from(text.contains("\"data\":\"iVBORw0KGgoAAAANSUhEUgAAH0"));
+            }
+            dismantle(input);
+        }
+        assert!(deepest >= 1000, "deepest {deepest}");
+        assert!(c6 >= 50, "{c6} limit blocks");
+        assert!(pixels >= 1, "no 8000-pixel PNG");
+        assert!((1..=40).contains(&big), "{big} multi-megabyte images");
+    }
+
+    #[test]
+    fn urls_names_and_retries_reach_their_corners() {
+        let urls: String = sample(Op::CheckMediaUrl, 3000)
+            .iter()
+            .map(strings)
+            .collect();
+        for needle in [
+            "[3fff:",
+            "64:ff9b:1::",
+            "2001:0:",
+            ".home.arpa",
+            ".traefik.me",
+            "lvh.me",
+            "0x",
+            "u@",
+            "https://example.com/",
+        ] {
+            assert!(urls.contains(needle), "no URL with {needle:?}");
+        }
+        let counts: Vec<usize> = sample(Op::SanitizeToolNames, 1000)
+            .iter()
+            .map(|v| v["names"].as_array().map_or(0, Vec::len))
+            .collect();
+        for want in [19, 20, 21] {
+            assert!(counts.contains(&want), "{want} names");
+        }
+        let images: Vec<Option<usize>> = sample(Op::ResolveRetryImages, 500)
+            .iter()
+            .map(|v| v["images"].as_array().map(Vec::len))
+            .collect();
+        for want in [None, Some(0), Some(1)] {
+            assert!(images.contains(&want), "{want:?} images");
+        }
+    }
 }

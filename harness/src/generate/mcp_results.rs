@@ -8,11 +8,12 @@ use proptest::option;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
-use crate::reference::image::ImageFormat;
+use crate::generate::corners::{self, text};
 use crate::generate::mcp::{
     Annotations, CallToolResult, Common, ContentBlock, Icon, McpVersion, ResourceContents, Role,
 };
 use crate::generate::sample_images;
+use crate::reference::image::ImageFormat;
 
 fn annotations(version: McpVersion) -> impl Strategy<Value = Annotations> {
     let last_modified = if version.has_resource_links() {
@@ -74,7 +75,10 @@ fn base64_blob() -> impl Strategy<Value = String> {
 
 /// A content block valid per the schema of `version`, with a valid image where it is an image.
 pub fn valid_block(version: McpVersion) -> BoxedStrategy<ContentBlock> {
-    let text = (any::<String>(), common(version))
+    let text = (
+        prop_oneof![3 => any::<String>(), 1 => tricky_text().boxed()],
+        common(version),
+    )
         .prop_map(|(text, common)| ContentBlock::Text { text, common });
     let image = (
         proptest::sample::select(ImageFormat::ALL.to_vec()),
@@ -175,15 +179,18 @@ pub fn valid_result(version: McpVersion) -> impl Strategy<Value = CallToolResult
 }
 
 /// Text built from pieces that make `MEDIA:` directives and their disguises likely (every line
-/// terminator, blank and ignorable kind, fullwidth and case-mapped letters, colon look-alikes).
+/// terminator, blank, control and ignorable kind, fullwidth and case-mapped letters, colon
+/// look-alikes), and directive words from [`corners::text`] with hidden characters inside.
 pub fn tricky_text() -> impl Strategy<Value = String> {
     let piece = prop_oneof![
         4 => proptest::sample::select(vec![
             "MEDIA:", "media:", "MeDiA:", "MEDIA", ":", "ＭＥＤＩＡ：", "medıa:", "M\u{200B}EDIA:", "MEDIA\u{FE55}", "MEDIA\u{2A74}",
-            "\n", "\r", "\r\n", "\u{2028}", "\u{2029}", "\u{85}", "\u{0B}", "\u{0C}", "\u{1C}", "\u{1E}", "\u{1F}",
+            "ME\u{1}DIA:", "\u{1}MEDIA:", "\u{7F}", "\u{9F}", "\u{80}", "\u{0}",
+            "\n", "\r", "\r\n", "\u{2028}", "\u{2029}", "\u{85}", "\u{0B}", "\u{0C}", "\u{1C}", "\u{1D}", "\u{1E}", "\u{1F}",
             " ", "\t", "\u{A0}", "\u{3000}", "\u{FEFF}", "\u{200B}", "\u{E0041}", "[neutralized] ", "/tmp/secret.png", "x",
             "é", "\u{301}", "A", "ᴹ", "Ⓜ", "\u{1D400}",
         ]).prop_map(String::from),
+        1 => corners::strategy_with(16, text::directive_word),
         1 => any::<String>(),
     ];
     proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
