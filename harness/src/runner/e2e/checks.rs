@@ -103,7 +103,11 @@ fn text_reaches(text: &str, haystack: &[&str]) -> bool {
     })
 }
 
-/// The base64 payloads that must never be copied into text (F4).
+/// The base64 payloads that must never be copied into text (F4): a non-image block's `data` and
+/// `resource.blob`. Narrower than `oracle::judge::payloads` (every depth, image blocks too):
+/// that one adds F4 findings where a runtime renders an image block it does not forward as JSON
+/// text (the fake runtime's `good` mode does for non-PNG images, on generated cases), so
+/// switching to it changes verdicts.
 fn payloads(block: &Value) -> Vec<&str> {
     [&block["data"], &block["resource"]["blob"]]
         .into_iter()
