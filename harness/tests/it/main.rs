@@ -9,6 +9,7 @@ mod corpus_replay;
 mod e2e_fake;
 mod html_report;
 mod judges;
+mod kill_safety;
 mod layout;
 mod mcp_schema;
 mod properties;

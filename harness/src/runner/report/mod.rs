@@ -8,7 +8,12 @@
 //!
 //! plus, for a campaign, one `findings/<id>.json` per distinct bug with its one-line repro.
 //! Every file is written with `crate::fs::write_atomic` (a temporary file in the same folder,
-//! renamed into place), so a run killed at any moment leaves no half-written file.
+//! renamed into place), so a run killed at any moment leaves no half-written file. A campaign's
+//! folder is also put in place as one unit (`publish`: written into a hidden sibling, then that
+//! folder renamed), so a killed `normfuzz conform` leaves its report folder absent or complete,
+//! never some files without the others; `index.json` is written last everywhere, so the folders
+//! written in place (an e2e run's, which fills up during the run, and a fuzz report's) are
+//! complete once it is there.
 //!
 //! Three layers, each importing only the ones below it:
 //!
@@ -27,6 +32,7 @@ mod junit;
 mod libfuzzer;
 mod markdown;
 mod matrix;
+mod publish;
 mod view;
 
 pub mod fuzz;
@@ -62,7 +68,8 @@ pub fn append_step_summary(path: &Path, markdown: &str) -> Result<()> {
         .with_context(|| format!("cannot append to the step summary {}", path.display()))
 }
 
-/// The four formats, written in order; `summary.md` also goes to the step summary.
+/// The four formats, `index.json` last (the others are complete once it is there);
+/// `summary.md` also goes to the step summary.
 fn write_formats(
     dir: &Path,
     index: &serde_json::Value,
@@ -71,10 +78,10 @@ fn write_formats(
     html: &str,
     step_summary: Option<&Path>,
 ) -> Result<()> {
-    write_json(&dir.join("index.json"), index)?;
     write_atomic(&dir.join("summary.md"), summary.as_bytes())?;
     write_atomic(&dir.join("junit.xml"), junit.as_bytes())?;
     write_atomic(&dir.join("report.html"), html.as_bytes())?;
+    write_json(&dir.join("index.json"), index)?;
     if let Some(path) = step_summary {
         append_step_summary(path, summary)?;
     }
@@ -115,7 +122,9 @@ pub fn default_dir(name: &str) -> PathBuf {
     Path::new("reports").join(name.replace("{stamp}", &stamp.to_string()))
 }
 
-/// Writes a campaign's report into `dir`; `step_summary` is `$GITHUB_STEP_SUMMARY` if set.
+/// Writes a campaign's report into `dir` as one unit (`publish`): a previous report there is
+/// replaced; `step_summary` is `$GITHUB_STEP_SUMMARY` if set, appended to once the folder is in
+/// place.
 pub fn write(
     dir: &Path,
     outcome: &Outcome,
@@ -123,24 +132,29 @@ pub fn write(
     strict: bool,
     step_summary: Option<&Path>,
 ) -> Result<PathBuf> {
+    // Repro commands name the final folder, not the staging one.
     let campaign = CampaignView::new(dir, outcome, sut_command, strict);
-    for finding in &outcome.findings {
-        write_json(
-            &dir.join(finding_file(finding)),
-            &StoredFinding {
-                finding,
-                repro: campaign.repro(finding).to_string(),
-            },
-        )?;
+    let summary = markdown::campaign(&campaign);
+    let (index, junit, html) = (
+        index(&campaign),
+        junit::campaign(&campaign)?,
+        html::campaign(&campaign),
+    );
+    publish::publish(dir, &publish::REPORT_ENTRIES, |into| {
+        for finding in &outcome.findings {
+            write_json(
+                &into.join(finding_file(finding)),
+                &StoredFinding {
+                    finding,
+                    repro: campaign.repro(finding).to_string(),
+                },
+            )?;
+        }
+        write_formats(into, &index, &summary, &junit, &html, None)
+    })?;
+    if let Some(path) = step_summary {
+        append_step_summary(path, &summary)?;
     }
-    write_formats(
-        dir,
-        &index(&campaign),
-        &markdown::campaign(&campaign),
-        &junit::campaign(&campaign)?,
-        &html::campaign(&campaign),
-        step_summary,
-    )?;
     Ok(dir.to_path_buf())
 }
 
