@@ -1,13 +1,18 @@
-//! The HTTP server: wiremock 0.6 with a custom [`Match`] (routing on method and path, including Gemini's
-//! `{model}:generateContent` and Bedrock's `/model/{id}/converse`) and custom [`Respond`]ers that call
-//! [`crate::validate`], capture the request, and answer the real error or the next scripted turn.
+//! The HTTP server: routing on method and path (including Gemini's `{model}:generateContent` and
+//! Bedrock's `/model/{id}/converse`), then [`crate::validate`], the capture of the request, and the
+//! real error or the next scripted turn. The transport (`server/transport.rs`) is hyper 1 on a
+//! thread of its own; requests keep wiremock's `Request` shape.
 //!
-//! Limits of wiremock, accepted for a mock: the request body is read whole before matching (no size cap
-//! beyond memory), responses are sent whole (SSE events arrive in one body, so timing between events and
-//! splits inside a UTF-8 sequence at the TCP level cannot be scripted: splits happen at event level),
-//! and requests are answered one at a time (wiremock holds its state lock while responding).
-//! A client that disconnects mid-body makes wiremock's connection task panic; that only drops the
-//! connection it belongs to.
+//! Bounds: a body is read up to its route's limit (`server/limits.rs`: a provider's own limit where
+//! its validator models one, 64 MiB elsewhere) and refused past it without being read, 413 in the
+//! API's envelope; a header must arrive within 30 s and a body may pause 30 s at most; a client that
+//! leaves mid-request ends only its own connection. Accepted for a mock: responses are sent whole
+//! (SSE events arrive in one body, so timing between events and splits inside a UTF-8 sequence at
+//! the TCP level cannot be scripted: splits happen at event level), and requests are answered one
+//! at a time (one thread). A non-JSON body is captured as its first 64 KiB (`body_text`).
+
+mod limits;
+mod transport;
 
 use crate::capture::Capture;
 use crate::providers::{anthropic, bedrock, gemini, ollama, openai_chat, openai_responses};
@@ -17,7 +22,13 @@ use serde_json::{Map, Value, json};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use wiremock::{Match, Mock, MockServer, Request, Respond, ResponseTemplate};
+use transport::{Answer, Service, Transport, Unread};
+use wiremock::Request;
+
+pub use limits::MAX_BODY;
+
+/// The longest `body_text` a capture record keeps of a body that is not JSON.
+const MAX_BODY_TEXT: usize = 64 * 1024;
 
 /// What the server does when started.
 #[derive(Debug, Clone)]
@@ -46,7 +57,7 @@ struct State {
 
 /// A running mock of all six provider APIs on one address. Dropping it stops the server.
 pub struct MockProviders {
-    server: MockServer,
+    transport: Transport,
     state: Arc<State>,
 }
 
@@ -107,60 +118,88 @@ fn bedrock_stream(path: &str) -> Option<bool> {
     }
 }
 
-impl Match for Route {
-    fn matches(&self, request: &Request) -> bool {
-        route(request) == Some(*self)
+impl Service for State {
+    fn body_limit(&self, request: &Request) -> usize {
+        limits::body_limit(match route(request) {
+            Some(Route::Api(provider)) => Some(provider),
+            _ => None,
+        })
     }
-}
 
-struct Responder {
-    route: Route,
-    state: Arc<State>,
-}
-
-impl Respond for Responder {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        match self.route {
-            Route::Api(provider) => self.state.answer(provider, request),
-            Route::ListRequests => {
-                ResponseTemplate::new(200).set_body_json(self.state.capture.all())
+    fn answer(&self, request: &Request) -> Answer {
+        match route(request) {
+            Some(Route::Api(provider)) => self.answer_api(provider, request),
+            Some(Route::ListRequests) => Answer::json(200, &Value::Array(self.capture.all())),
+            Some(Route::ClearRequests) => {
+                self.capture.clear();
+                Answer::empty(204)
             }
-            Route::ClearRequests => {
-                self.state.capture.clear();
-                ResponseTemplate::new(204)
-            }
-            Route::SetScript => {
+            Some(Route::SetScript) => {
                 let parsed = serde_json::from_slice::<Value>(&request.body)
                     .map_err(anyhow::Error::from)
                     .and_then(|v| Script::from_json(&v));
                 match parsed {
                     Ok(script) => {
                         let turns = script.remaining();
-                        *self.state.script.lock().unwrap_or_else(|p| p.into_inner()) = script;
-                        ResponseTemplate::new(200)
-                            .set_body_json(json!({"ok": true, "turns": turns}))
+                        *self.script.lock().unwrap_or_else(|p| p.into_inner()) = script;
+                        Answer::json(200, &json!({"ok": true, "turns": turns}))
                     }
-                    Err(e) => {
-                        ResponseTemplate::new(400).set_body_json(json!({"error": format!("{e:#}")}))
-                    }
+                    Err(e) => Answer::json(400, &json!({"error": format!("{e:#}")})),
                 }
+            }
+            // Unknown routes are captured too: 404 with a JSON reason.
+            None => {
+                let body = json!({"error": format!("mock-providers: no route for {} {}", request.method, request.url.path())});
+                self.capture.record(record(
+                    None,
+                    request,
+                    &json!({"accepted": false, "status": 404, "body": body}),
+                ));
+                Answer::json(404, &body)
             }
         }
     }
-}
 
-/// Answers unknown routes (and captures them): 404 with a JSON reason.
-struct NotFound(Arc<State>);
-
-impl Respond for NotFound {
-    fn respond(&self, request: &Request) -> ResponseTemplate {
-        let body = json!({"error": format!("mock-providers: no route for {} {}", request.method, request.url.path())});
-        self.0.capture.record(record(
-            None,
-            request,
-            &json!({"accepted": false, "status": 404, "body": body}),
-        ));
-        ResponseTemplate::new(404).set_body_json(body)
+    /// A body over the limit is the API's refusal, captured (with its declared length); a body
+    /// that never arrived whole is no request: answered (if the client still listens), not
+    /// captured.
+    fn unread(&self, request: &Request, why: Unread) -> Answer {
+        match why {
+            Unread::TooLarge { declared, limit } => {
+                let provider = match route(request) {
+                    Some(Route::Api(provider)) => Some(provider),
+                    _ => None,
+                };
+                let Verdict::Rejected {
+                    status,
+                    body,
+                    headers,
+                } = limits::too_large(provider)
+                else {
+                    return Answer::empty(413);
+                };
+                let mut r = record(
+                    provider,
+                    request,
+                    &json!({"accepted": false, "status": status, "body": body}),
+                );
+                r["body_len"] = json!(declared);
+                r["body_unread"] = json!(format!("over the {limit}-byte limit"));
+                if let Some(o) = r.as_object_mut() {
+                    o.remove("body_text");
+                }
+                self.capture.record(r);
+                self.rejection(provider, request, status, body, headers)
+            }
+            Unread::Stalled => Answer::json(
+                408,
+                &json!({"error": "mock-providers: the request body stalled"}),
+            ),
+            Unread::Broken => Answer::json(
+                400,
+                &json!({"error": "mock-providers: the request body is incomplete or malformed"}),
+            ),
+        }
     }
 }
 
@@ -187,7 +226,13 @@ fn record(provider: Option<Provider>, request: &Request, verdict: &Value) -> Val
     });
     match serde_json::from_slice::<Value>(&request.body) {
         Ok(body) => r["body"] = body,
-        Err(_) => r["body_text"] = json!(String::from_utf8_lossy(&request.body)),
+        Err(_) => {
+            let cut = request.body.len().min(MAX_BODY_TEXT);
+            r["body_text"] = json!(String::from_utf8_lossy(&request.body[..cut]));
+            if cut < request.body.len() {
+                r["body_text_truncated"] = json!(true);
+            }
+        }
     }
     r
 }
@@ -203,7 +248,7 @@ fn request_id_header(provider: Provider) -> Option<(&'static str, String)> {
 }
 
 impl State {
-    fn answer(&self, provider: Provider, request: &Request) -> ResponseTemplate {
+    fn answer_api(&self, provider: Provider, request: &Request) -> Answer {
         let verdict = validate(provider, &request.body);
         let Verdict::Rejected {
             status,
@@ -226,9 +271,9 @@ impl State {
                 &json!({"accepted": true, "answer": kind}),
             ));
             let reply = reply(provider, &turn, request);
-            let mut t = ResponseTemplate::new(200).set_body_raw(reply.body, reply.content_type);
+            let mut t = Answer::raw(200, reply.body, reply.content_type);
             if let Some((name, value)) = request_id_header(provider) {
-                t = t.insert_header(name, value);
+                t = t.header(name, value);
             }
             return t;
         };
@@ -237,17 +282,28 @@ impl State {
             request,
             &json!({"accepted": false, "status": status, "body": body}),
         ));
+        self.rejection(Some(provider), request, status, body, headers)
+    }
+
+    /// A refusal as sent: the API's framing of `body`, with its headers.
+    fn rejection(
+        &self,
+        provider: Option<Provider>,
+        request: &Request,
+        status: u16,
+        body: Value,
+        headers: Vec<(String, String)>,
+    ) -> Answer {
         // `streamGenerateContent` without `alt=sse` wraps errors in a one-element array (docs/research/providers.md §4.5).
-        let body = match gemini_framing(provider, request) {
+        let body = match provider.and_then(|p| gemini_framing(p, request)) {
             Some(gemini::Framing::Array) => json!([body]),
             _ => body,
         };
-        let mut t = ResponseTemplate::new(status)
-            .set_body_raw(body.to_string().into_bytes(), "application/json");
-        for (name, value) in headers {
-            t = t.insert_header(name.as_str(), value.as_str());
-        }
-        t
+        headers
+            .into_iter()
+            .fold(Answer::json(status, &body), |t, (name, value)| {
+                t.header(&name, value)
+            })
     }
 }
 
@@ -300,41 +356,17 @@ impl MockProviders {
             script: Mutex::new(config.script),
             capture: Capture::new(config.capture.as_deref())?,
         });
-        // Our own capture replaces wiremock's recording (which would keep every body twice).
-        let server = MockServer::builder()
-            .listener(listener)
-            .disable_request_recording()
-            .start()
-            .await;
-        let routes = Provider::ALL.map(Route::Api).into_iter().chain([
-            Route::ListRequests,
-            Route::ClearRequests,
-            Route::SetScript,
-        ]);
-        for r in routes {
-            Mock::given(r)
-                .respond_with(Responder {
-                    route: r,
-                    state: state.clone(),
-                })
-                .mount(&server)
-                .await;
-        }
-        Mock::given(wiremock::matchers::any())
-            .respond_with(NotFound(state.clone()))
-            .with_priority(u8::MAX)
-            .mount(&server)
-            .await;
-        Ok(MockProviders { server, state })
+        let transport = Transport::start(listener, state.clone()).await?;
+        Ok(MockProviders { transport, state })
     }
 
     pub fn address(&self) -> SocketAddr {
-        *self.server.address()
+        self.transport.address()
     }
 
     /// `http://host:port`.
     pub fn uri(&self) -> String {
-        self.server.uri()
+        format!("http://{}", self.address())
     }
 
     /// The base URL a client of `provider` is configured with (the SDKs' `base_url` convention).
