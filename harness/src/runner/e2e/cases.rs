@@ -1,5 +1,5 @@
 //! End-to-end cases: what the mock MCP tool returns and what the mock model says last. The seed
-//! scenarios come first (the bugs in `shared/seeds/`), then cases drawn from the conform
+//! scenarios come first (the bugs indexed in `corpus/seeds/`), then cases drawn from the conform
 //! generators, so ids stay stable for a given seed and count.
 
 use proptest::strategy::{Strategy, ValueTree};
@@ -7,9 +7,9 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::reference::image::ImageFormat;
-use crate::protocol::Op;
 use crate::generate::sample_images::tiny_base64;
+use crate::protocol::Op;
+use crate::reference::image::ImageFormat;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct E2eCase {
