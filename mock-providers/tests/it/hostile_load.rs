@@ -274,7 +274,7 @@ fn garbage(len: usize) -> Vec<u8> {
 
 fn valid_request(p: Provider, n: usize) -> Vec<u8> {
     let mut body = request(p, json!([png_block(), text(&format!("client {n}"))]));
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         next_turn(p, &mut body);
     }
     serde_json::to_vec(&body).unwrap()
