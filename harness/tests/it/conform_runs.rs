@@ -76,8 +76,8 @@ fn pass_through_sut_is_caught_with_minimal_inputs() {
     let s1 = outcome
         .findings
         .iter()
-        .find(|f| f.rule == normfuzz::rule::Rule::S1)
-        .expect("S1 found");
+        .find(|f| f.rule == normfuzz::rule::Rule::S1 && f.op == Op::NeutralizeText)
+        .expect("S1 found on neutralize_text");
     assert!(
         s1.input.to_string().len() <= 40,
         "S1 not shrunk: {}",
