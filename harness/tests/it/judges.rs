@@ -143,6 +143,13 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
             out(result(json!([text("[audio]")]))),
         ),
         (
+            // A media type longer than any placeholder keeps: its head is still required.
+            CoerceToolResult,
+            C3,
+            json!({"content": [{"type": "audio", "data": "AAAA", "mimeType": (0..300).map(|i| format!("audio/x{i}")).collect::<Vec<_>>().join("\n")}]}),
+            out(result(json!([text("[audio]")]))),
+        ),
+        (
             CoerceToolResult,
             C4,
             json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "name", "title": "Title"}]}),

@@ -17,6 +17,9 @@ const PLACEHOLDER_MAX: usize = 3 * C6_TEXT_MAX + 256;
 const PREFIX_ROOM: usize = 32;
 /// Fields longer than this may be cut by a bounded placeholder, so they are not required whole.
 const KEEP_MAX: usize = 4 * 1024;
+/// Of a media type only its first bytes are required: a placeholder may bound its label (the
+/// reference keeps 256 bytes), and no real media type comes near this.
+const MIME_HEAD: usize = 200;
 
 /// What an input block must become.
 enum Expect<'v> {
@@ -274,13 +277,13 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
         )),
         (Expect::InvalidImage(mime), Some(t)) => missing(
             t,
-            &[*mime],
+            &[mime.map(mime_head)],
             Rule::C2,
             "invalid image placeholder without its media type",
         ),
         (Expect::Audio(mime), Some(t)) => missing(
             t,
-            &[*mime],
+            &[mime.map(mime_head)],
             Rule::C3,
             "audio placeholder without its media type",
         ),
@@ -299,11 +302,16 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
         }),
         (Expect::ResourceBlob { uri, mime }, Some(t)) => missing(
             t,
-            &[Some(uri), *mime],
+            &[Some(uri), mime.map(mime_head)],
             Rule::C5,
             "embedded resource without its URI or media type",
         ),
     }
+}
+
+/// The part of a media type a placeholder must keep: its first [`MIME_HEAD`] bytes.
+fn mime_head(mime: &str) -> &str {
+    &mime[..crate::excerpt::floor_boundary(mime, MIME_HEAD)]
 }
 
 /// A violation when `text` lacks one of the (short enough) `fields`.
