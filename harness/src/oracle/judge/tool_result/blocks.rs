@@ -309,9 +309,16 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
     }
 }
 
-/// The part of a media type a placeholder must keep: its first [`MIME_HEAD`] bytes.
+/// The part of a media type a placeholder must keep: its first [`MIME_HEAD`] bytes without the
+/// line they cut (a cut `MEDIA` word is no directive, so its line would be required unprefixed).
 fn mime_head(mime: &str) -> &str {
-    &mime[..crate::excerpt::floor_boundary(mime, MIME_HEAD)]
+    if mime.len() <= MIME_HEAD {
+        return mime;
+    }
+    let head = &mime[..crate::excerpt::floor_boundary(mime, MIME_HEAD)];
+    crate::oracle::directive::terminators(head)
+        .last()
+        .map_or(head, |end| &head[..end.start])
 }
 
 /// A violation when `text` lacks one of the (short enough) `fields`.
