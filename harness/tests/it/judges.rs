@@ -143,6 +143,14 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
             out(result(json!([text("[audio]")]))),
         ),
         (
+            // A directive after a long run of blanks is read whole, not cut at 100 bytes.
+            CoerceToolResult,
+            C4,
+            json!({"content": [{"type": "resource_link", "uri": "https://a.example/x", "name": "n",
+                "title": format!("keep me\n{}MEDIA:/x", "\u{80}".repeat(48))}]}),
+            out(result(json!([text("[n] https://a.example/x")]))),
+        ),
+        (
             // A media type cut inside a line a placeholder neutralizes: that line is not required.
             CoerceToolResult,
             C2,

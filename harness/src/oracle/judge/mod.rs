@@ -266,8 +266,10 @@ fn keeps(text: &str, needle: &str) -> bool {
     if head.len() < needle.len() {
         head_lines.pop();
     }
+    // Read whole before the cut: a long run of blanks may push a directive word past 100 bytes.
     head_lines.into_iter().all(|l| {
-        let l = &l[..crate::excerpt::floor_boundary(l, 100)];
-        l.is_empty() || may_be_directive(l) || text.contains(l)
+        l.is_empty()
+            || may_be_directive(l)
+            || text.contains(&l[..crate::excerpt::floor_boundary(l, 100)])
     })
 }
