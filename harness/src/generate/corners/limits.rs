@@ -133,7 +133,12 @@ pub fn limit_block(c: &mut dyn Choices) -> Value {
     match c.below(6) {
         0 => pixel_image(c),
         1 => {
-            let total = around(c, BLOCK_TEXT_MAX);
+            // At the bound ±1 (off by one), or far past it (no bound at all).
+            let total = if one_in(c, 3) {
+                BLOCK_TEXT_MAX * between(c, 2, 8)
+            } else {
+                around(c, BLOCK_TEXT_MAX)
+            };
             sized_json(c, total)
         }
         2 => {

@@ -155,8 +155,11 @@ impl Marked {
 /// A directive word in some disguise, from its leading blanks to its colon.
 pub fn directive_word(c: &mut dyn Choices) -> String {
     let mut word = String::new();
-    for _ in 0..weighted(c, &[4, 3, 1, 1]) {
-        word.push_str(pick(c, &BLANKS));
+    match weighted(c, &[4, 3, 1, 1, 1]) {
+        // A long run of one blank (indentation): a backtracking line pattern such as
+        // `(\s+)+MEDIA:` takes exponential time on it when the word then fails to match (B1).
+        4 => word.push_str(&pick(c, &BLANKS).repeat(between(c, 24, 80))),
+        n => (0..n).for_each(|_| word.push_str(pick(c, &BLANKS))),
     }
     // ASCII in any case or every letter form, with or without hidden characters inside.
     let (any_form, hidden) = match weighted(c, &[3, 2, 2, 1]) {
