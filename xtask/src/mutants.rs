@@ -178,19 +178,18 @@ fn first_gate_finding(report: &Path) -> Result<Option<Value>> {
     else {
         return Ok(None);
     };
-    // The finding file holds the minimal input and the time it was first seen.
+    // The finding file holds the minimal input; one nested deeper than serde_json's recursion
+    // limit (a B1 input) is named instead of shown.
     let id = first["id"].as_str().unwrap_or_default();
     let file = report.join("findings").join(format!("{id}.json"));
-    let finding = std::fs::read(&file)
+    let input = std::fs::read(&file)
         .ok()
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-        .unwrap_or_else(|| first.clone());
+        .and_then(|f| f.get("input").cloned())
+        .unwrap_or_else(|| Value::String(format!("(see {})", file.display())));
     let mut merged = first.clone();
-    for key in ["input", "first_seen_ms"] {
-        if let Some(v) = finding.get(key) {
-            merged[key] = v.clone();
-        }
-    }
+    merged["input"] = input;
+    merged["first_seen_ms"] = first["firstSeenMs"].clone();
     Ok(Some(merged))
 }
 

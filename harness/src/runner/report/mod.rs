@@ -175,7 +175,7 @@ fn index(campaign: &CampaignView<'_>) -> serde_json::Value {
         "timeline": outcome.timeline,
         "findings": outcome.findings.iter().map(|f| serde_json::json!({
             "id": f.id, "op": f.op, "rule": f.rule, "gate": f.gate, "kind": f.kind, "hits": f.hits,
-            "file": finding_file(f), "repro": campaign.repro(f),
+            "firstSeenMs": f.first_seen_ms, "file": finding_file(f), "repro": campaign.repro(f),
         })).collect::<Vec<_>>(),
         "files": {"junit": "junit.xml", "summary": "summary.md", "html": "report.html"},
     })
