@@ -10,6 +10,7 @@ mod bench;
 mod ci;
 mod e2e;
 mod fuzz;
+mod matrix;
 mod mutants;
 // The harness's file helpers (atomic writes, corpus listings), compiled here from the same
 // source: std only, so xtask needs no dependency on the `normfuzz` crate for them.
@@ -56,6 +57,25 @@ enum Task {
         /// Further `normfuzz e2e` arguments: --cases N, --jobs N, --report DIR, --case ID, --seed S.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
+    },
+    /// The runtime matrix, unit level: install each runtime of `harness/runtimes/<name>/` at its
+    /// pinned version (cached), run `normfuzz conform` against its protocol shim and judge the
+    /// findings against its baseline; writes `reports/matrix/matrix.md` and `matrix.json`.
+    ///
+    /// Fails when a runtime has a finding its baseline does not list, or cannot be run.
+    Matrix {
+        /// Only these runtimes (folder names under harness/runtimes/, comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        runtimes: Vec<String>,
+        /// Cases per runtime.
+        #[arg(long, default_value_t = 2000)]
+        cases: u64,
+        /// Campaign seed (the same seed gives the same cases).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Parallel shim processes per runtime.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
     },
     /// Build the libFuzzer targets (`fuzz/`) with `.clusterfuzzlite/build.sh` and run them.
     ///
@@ -137,6 +157,21 @@ impl Task {
                     .args(conform_args(&normfuzz, args))
                     .status()?;
                 std::process::exit(status.code().unwrap_or(2));
+            }
+            Task::Matrix {
+                runtimes,
+                cases,
+                seed,
+                jobs,
+            } => {
+                let normfuzz = build_normfuzz(&root)?;
+                let options = matrix::Options {
+                    runtimes,
+                    cases,
+                    seed,
+                    jobs,
+                };
+                std::process::exit(matrix::matrix(&root, &normfuzz, &options)?)
             }
             Task::E2e { runtime, args } => {
                 let normfuzz = e2e::build(&root)?;

@@ -1,0 +1,135 @@
+// What every Node protocol shim of the runtime matrix shares: the SUT protocol loop
+// (docs/spec/sut-protocol.md), package loading from the runtime's cache folder, and an in-memory
+// MCP server transport so a runtime's own MCP client receives each case as a `tools/call` result.
+//
+// Lines are split on "\n" only (no `readline`: it also splits at U+2028/U+2029, which requests
+// may hold unescaped in a runtime's output and the harness escapes in requests anyway).
+
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
+import path from "node:path";
+
+/** Imports `name` as installed under `dir` (an npm prefix with node_modules). */
+export async function importFrom(dir, name) {
+  const require = createRequire(path.join(dir, "package.json"));
+  let resolved;
+  try {
+    resolved = require.resolve(name);
+  } catch {
+    // ESM-only packages without a "require" condition: resolve the package folder by hand.
+    resolved = path.join(dir, "node_modules", name);
+  }
+  return import(pathToFileURL(resolved).href);
+}
+
+/** The message of anything thrown, bounded (a ZodError can be megabytes long). */
+export function errorText(err) {
+  const text = err && typeof err === "object" && "message" in err ? `${err.name ?? "Error"}: ${err.message}` : String(err);
+  return text.length > 2000 ? `${text.slice(0, 2000)}...` : text;
+}
+
+/**
+ * Runs the protocol: writes the handshake, then answers each request line in order with
+ * `handlers[op](input)` (sync or async). A thrown error becomes an `error` answer.
+ */
+export function serve(name, handlers) {
+  process.stdout.write(`${JSON.stringify({ normfuzz: 1, name, ops: Object.keys(handlers) })}\n`);
+  let pending = Buffer.alloc(0);
+  let queue = Promise.resolve();
+  process.stdin.on("data", (chunk) => {
+    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+    const lines = [];
+    let start = 0;
+    for (let nl = pending.indexOf(10, start); nl !== -1; nl = pending.indexOf(10, start)) {
+      lines.push(pending.subarray(start, nl).toString("utf8"));
+      start = nl + 1;
+    }
+    pending = pending.subarray(start);
+    if (lines.length === 0) return;
+    queue = queue.then(async () => {
+      const out = [];
+      for (const line of lines) {
+        if (line.trim() === "") continue;
+        out.push(await answer(line, handlers));
+      }
+      process.stdout.write(out.join(""));
+    });
+  });
+  process.stdin.on("end", () => queue.then(() => process.exit(0)));
+}
+
+async function answer(line, handlers) {
+  let req;
+  try {
+    req = JSON.parse(line);
+  } catch (err) {
+    process.stderr.write(`unparsable request: ${errorText(err)}\n`);
+    process.exit(3);
+  }
+  try {
+    const handler = handlers[req.op];
+    if (!handler) throw new Error(`op ${req.op} not offered`);
+    return `${JSON.stringify({ id: req.id, output: await handler(req.input) })}\n`;
+  } catch (err) {
+    return `${JSON.stringify({ id: req.id, error: errorText(err) })}\n`;
+  }
+}
+
+/**
+ * An MCP client transport (the SDK's `Transport` shape: start, send, close, onmessage) backed by
+ * an in-memory server with one tool `t` whose `tools/call` result is `result()`. A result that is
+ * not a JSON object is refused here, as a real transport refuses it: the MCP SDK's stdio and HTTP
+ * transports parse every message with JSONRPCMessageSchema and drop one whose `result` is not an
+ * object, so the call never returns (it would time out after the client's request timeout).
+ */
+export class CaseTransport {
+  constructor(result) {
+    this.result = result;
+    this.onmessage = undefined;
+    this.onclose = undefined;
+    this.onerror = undefined;
+  }
+  async start() {}
+  async close() {
+    this.onclose?.();
+  }
+  async send(message) {
+    if (message.id === undefined || message.method === undefined) return;
+    let result;
+    switch (message.method) {
+      case "initialize":
+        result = {
+          protocolVersion: message.params?.protocolVersion ?? "2025-06-18",
+          capabilities: { tools: {} },
+          serverInfo: { name: "normfuzz", version: "1" },
+        };
+        break;
+      case "tools/list":
+        result = { tools: [{ name: "t", inputSchema: { type: "object" } }] };
+        break;
+      case "tools/call":
+        result = this.result();
+        break;
+      default:
+        this.reply({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "not found" } });
+        return;
+    }
+    this.reply({ jsonrpc: "2.0", id: message.id, result });
+  }
+  reply(message) {
+    queueMicrotask(() => this.onmessage?.(message));
+  }
+}
+
+/** True for a JSON object (what a JSON-RPC `result` must be). */
+export function isObject(value) {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+/** `data:<type>;base64,<data>` → {mimeType, data}, or null for any other URL. */
+export function parseDataUrl(url) {
+  if (typeof url !== "string" || !url.startsWith("data:")) return null;
+  const sep = url.indexOf(";base64,");
+  if (sep === -1) return null;
+  return { mimeType: url.slice(5, sep), data: url.slice(sep + 8) };
+}

@@ -1,0 +1,65 @@
+"""What every Python protocol shim of the runtime matrix shares: the SUT protocol loop
+(docs/spec/sut-protocol.md) and the MCP SDK's own validation of a `tools/call` result.
+
+Requests are read from the binary stdin, which splits at b"\\n" only (`str.splitlines` would also
+split at U+0085, U+2028 and U+2029). Answers are ASCII JSON, so no character can break a line.
+"""
+
+import asyncio
+import json
+import sys
+
+# A nested result deeper than this is refused by the MCP SDK's own JSON parsing (pydantic-core's
+# recursion limit); Python's `json` needs more stack than its default to get that far.
+sys.setrecursionlimit(20_000)
+
+
+class Refused(Exception):
+    """The runtime refuses the result (it raises out of the tool call instead of coercing it)."""
+
+
+def error_text(err: BaseException) -> str:
+    text = f"{type(err).__name__}: {err}"
+    return text if len(text) <= 2000 else text[:2000] + "..."
+
+
+def validate_call_tool_result(value):
+    """`mcp.types.CallToolResult` from the wire JSON, as `ClientSession.call_tool` builds it.
+
+    A value the SDK refuses raises `Refused`: the session raises it out of `call_tool`, so no
+    runtime built on the SDK ever sees it.
+    """
+    from mcp import types
+
+    if not isinstance(value, dict):
+        raise Refused("the MCP session drops a JSON-RPC result that is not an object")
+    try:
+        return types.CallToolResult.model_validate(value)
+    except Exception as err:  # pydantic.ValidationError, RecursionError
+        raise Refused(f"MCP SDK refused the result: {error_text(err)}") from err
+
+
+def serve(name: str, handlers: dict) -> None:
+    """Writes the handshake, then answers each request in order with `await handlers[op](input)`.
+
+    An exception becomes an `error` answer: the runtime raised instead of answering.
+    """
+    out = sys.stdout
+    out.write(json.dumps({"normfuzz": 1, "name": name, "ops": list(handlers)}) + "\n")
+    out.flush()
+    loop = asyncio.new_event_loop()
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            break
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        try:
+            handler = handlers[req["op"]]
+            answer = {"id": req["id"], "output": loop.run_until_complete(handler(req["input"]))}
+        except Exception as err:
+            answer = {"id": req["id"], "error": error_text(err)}
+        out.write(json.dumps(answer, ensure_ascii=True) + "\n")
+        out.flush()

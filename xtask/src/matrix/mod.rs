@@ -1,0 +1,328 @@
+//! `cargo xtask matrix`: the unit level of the runtime matrix. For each runtime under
+//! `harness/runtimes/<name>/runtime.toml` it installs the pinned packages (cached), runs
+//! `normfuzz conform` against the runtime's protocol shim, reads the campaign's `index.json` and
+//! judges each rule against the runtime's baseline of known findings; then it writes one table
+//! (runtime@version × rule) to `reports/matrix/matrix.md` and `matrix.json`.
+
+mod install;
+mod table;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use serde::Deserialize;
+
+use install::Ecosystem;
+use table::{Baseline, Row};
+
+/// One runtime of the matrix: `harness/runtimes/<name>/runtime.toml`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Runtime {
+    /// The folder name, also the row's name.
+    pub name: String,
+    /// The package under test and its pinned version.
+    pub package: String,
+    pub version: String,
+    /// The function the shim calls (README and the report name it).
+    pub function: String,
+    pub ecosystem: Ecosystem,
+    /// Pinned npm specs or pip requirements, installed together into the runtime's cache folder.
+    pub install: Vec<String>,
+    /// The shim's argv; `${cache}` is the install folder, `${adapter}` this file's folder.
+    pub command: Vec<String>,
+    /// The baseline of known findings for this version, next to this file.
+    pub baseline: String,
+}
+
+impl Runtime {
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+}
+
+pub struct Options {
+    /// Only these runtimes (folder names); all when empty.
+    pub runtimes: Vec<String>,
+    pub cases: u64,
+    pub seed: u64,
+    pub jobs: usize,
+}
+
+/// Runs the matrix with the `normfuzz` binary; returns the exit code: 0 when every finding is
+/// known, 1 when any is new or a runtime could not be run.
+pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
+    let runtimes = load_all(&root.join("harness/runtimes"), &options.runtimes)?;
+    let cache = install::cache_root();
+    let out = root.join("reports/matrix");
+    let mut rows = Vec::new();
+    for (dir, runtime) in &runtimes {
+        let baseline = Baseline::load(&dir.join(&runtime.baseline))?;
+        let report = out.join(format!("{}-{}", runtime.name, runtime.version));
+        let row = match run_one(normfuzz, dir, runtime, &cache, &report, options) {
+            Ok(index) => Row::from_index(runtime, &index, &baseline, &report_link(&out, &report)),
+            Err(err) => {
+                eprintln!("{}: {err:#}", runtime.label());
+                Row::failed(runtime, &format!("{err:#}"))
+            }
+        };
+        eprintln!("{}", row.summary());
+        rows.push(row);
+    }
+    let date = today();
+    let command = command_line(options);
+    crate::fs::write_atomic(
+        &out.join("matrix.json"),
+        format!("{:#}\n", table::to_json(&rows, &date, &command)).as_bytes(),
+    )?;
+    let markdown = table::markdown(&rows, &date, &command);
+    crate::fs::write_atomic(&out.join("matrix.md"), markdown.as_bytes())?;
+    println!("{markdown}");
+    eprintln!("matrix written to {}", out.join("matrix.md").display());
+    Ok(if rows.iter().all(Row::green) { 0 } else { 1 })
+}
+
+/// Every `<dir>/<name>/runtime.toml`, in name order, narrowed to `only` when given.
+fn load_all(dir: &Path, only: &[String]) -> Result<Vec<(PathBuf, Runtime)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        let file = path.join("runtime.toml");
+        if !file.is_file() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file)?;
+        let runtime: Runtime =
+            toml::from_str(&text).with_context(|| format!("invalid {}", file.display()))?;
+        found.push((path, runtime));
+    }
+    found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
+    for name in only {
+        if !found.iter().any(|(_, r)| &r.name == name) {
+            let known: Vec<&str> = found.iter().map(|(_, r)| r.name.as_str()).collect();
+            bail!("no runtime {name:?}; known: {}", known.join(", "));
+        }
+    }
+    found.retain(|(_, r)| only.is_empty() || only.contains(&r.name));
+    Ok(found)
+}
+
+/// Installs `runtime`, runs the campaign into `report`, and returns its `index.json`.
+fn run_one(
+    normfuzz: &Path,
+    dir: &Path,
+    runtime: &Runtime,
+    cache: &Path,
+    report: &Path,
+    options: &Options,
+) -> Result<serde_json::Value> {
+    let installed = install::ensure(runtime, cache)?;
+    let argv: Vec<String> = runtime
+        .command
+        .iter()
+        .map(|word| {
+            word.replace("${cache}", &installed.display().to_string())
+                .replace("${adapter}", &dir.display().to_string())
+        })
+        .collect();
+    let sut = argv
+        .iter()
+        .map(|w| shell_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
+    eprintln!("==> normfuzz conform --sut {sut} ({})", runtime.label());
+    let status = Command::new(normfuzz)
+        .arg("conform")
+        .args(["--sut", &sut])
+        .args(["--cases", &options.cases.to_string()])
+        .args(["--seed", &options.seed.to_string()])
+        .args(["--jobs", &options.jobs.to_string()])
+        .arg("--report")
+        .arg(report)
+        .status()
+        .context("cannot run normfuzz conform")?;
+    // 0: no gate failure, 1: some (judged below against the baseline), 2: the run itself failed.
+    if !matches!(status.code(), Some(0 | 1)) {
+        bail!("normfuzz conform failed ({status})");
+    }
+    let index = report.join("index.json");
+    let text = std::fs::read_to_string(&index)
+        .with_context(|| format!("cannot read {}", index.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("invalid {}", index.display()))
+}
+
+/// A word for `--sut`, which splits like a POSIX shell: single quotes unless plain.
+fn shell_quote(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-=@:+,".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `report` relative to the table's folder, for the table's links.
+fn report_link(out: &Path, report: &Path) -> String {
+    report
+        .strip_prefix(out)
+        .unwrap_or(report)
+        .display()
+        .to_string()
+}
+
+fn command_line(options: &Options) -> String {
+    let mut line = format!("cargo xtask matrix --cases {}", options.cases);
+    if !options.runtimes.is_empty() {
+        line.push_str(&format!(" --runtimes {}", options.runtimes.join(",")));
+    }
+    if options.seed != 1 {
+        line.push_str(&format!(" --seed {}", options.seed));
+    }
+    if options.jobs != 1 {
+        line.push_str(&format!(" --jobs {}", options.jobs));
+    }
+    line
+}
+
+/// Today's UTC date, `YYYY-MM-DD` (civil-from-days, so no date crate is needed).
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// Howard Hinnant's algorithm: days since 1970-01-01 → (year, month, day).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_and_quoting() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(20_781), (2026, 11, 24));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(shell_quote("/a/b.mjs"), "/a/b.mjs");
+        assert_eq!(shell_quote("a b'c"), r"'a b'\''c'");
+    }
+
+    /// Each shim whose runtime is already in the cache (installed by `cargo xtask matrix`; none
+    /// is installed here) speaks the protocol: its handshake offers `coerce_tool_result`, and a
+    /// pipelined batch is answered in order, the text block with U+2028 and U+0085 (escaped in
+    /// the request as the harness escapes them) intact and the bare string refused or coerced.
+    #[test]
+    fn cached_shims_answer_the_protocol() {
+        use std::io::{BufRead, BufReader, Write};
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
+        let cache = install::cache_root();
+        for (path, runtime) in load_all(&dir, &[]).unwrap() {
+            let installed = cache
+                .join("runtimes")
+                .join(format!("unit-{}-{}", runtime.name, runtime.version));
+            if !installed.join(".normfuzz-installed.json").is_file() {
+                eprintln!("{}: not cached, skipped", runtime.label());
+                continue;
+            }
+            let argv: Vec<String> = runtime
+                .command
+                .iter()
+                .map(|w| {
+                    w.replace("${cache}", &installed.display().to_string())
+                        .replace("${adapter}", &path.display().to_string())
+                })
+                .collect();
+            let mut child = Command::new(&argv[0])
+                .args(&argv[1..])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            let mut stdin = child.stdin.take().unwrap();
+            stdin
+                .write_all(
+                    concat!(
+                        r#"{"id":7,"op":"coerce_tool_result","input":{"content":[{"type":"text","text":"a\u2028b\u0085MEDIA:/x"}]}}"#,
+                        "\n",
+                        r#"{"id":8,"op":"coerce_tool_result","input":"text"}"#,
+                        "\n",
+                    )
+                    .as_bytes(),
+                )
+                .unwrap();
+            drop(stdin);
+            let lines: Vec<serde_json::Value> = BufReader::new(child.stdout.take().unwrap())
+                .lines()
+                .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+                .collect();
+            assert!(child.wait().unwrap().success(), "{}", runtime.label());
+            assert_eq!(lines.len(), 3, "{}: {lines:?}", runtime.label());
+            assert_eq!(lines[0]["normfuzz"], 1);
+            assert!(
+                lines[0]["ops"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|o| o == "coerce_tool_result")
+            );
+            assert_eq!(lines[1]["id"], 7);
+            assert_eq!(
+                lines[1]["output"]["content"][0]["text"],
+                "a\u{2028}b\u{85}MEDIA:/x",
+                "{}",
+                runtime.label()
+            );
+            assert_eq!(lines[1]["output"]["isError"], false);
+            assert_eq!(lines[2]["id"], 8);
+            assert!(lines[2]["error"].is_string() || lines[2]["output"].is_object());
+        }
+    }
+
+    /// Every runtime file in the repository parses, names its folder, pins each package and has
+    /// its baseline next to it.
+    #[test]
+    fn runtime_files_are_complete() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
+        let runtimes = load_all(&dir, &[]).unwrap();
+        assert!(runtimes.len() >= 5, "{} runtimes", runtimes.len());
+        for (path, runtime) in &runtimes {
+            assert_eq!(
+                path.file_name().unwrap().to_str(),
+                Some(runtime.name.as_str())
+            );
+            for spec in &runtime.install {
+                let pinned = match runtime.ecosystem {
+                    Ecosystem::Npm => spec.rsplit_once('@').is_some_and(|(n, v)| {
+                        !n.is_empty() && v.chars().next().is_some_and(|c| c.is_ascii_digit())
+                    }),
+                    Ecosystem::Pypi => spec.contains("=="),
+                };
+                assert!(pinned, "{}: {spec} is not pinned", runtime.name);
+            }
+            assert!(
+                runtime.install.iter().any(|s| s.contains(&runtime.version)),
+                "{}: the package under test is not installed at {}",
+                runtime.name,
+                runtime.version
+            );
+            Baseline::load(&path.join(&runtime.baseline)).unwrap();
+        }
+    }
+}

@@ -1,0 +1,460 @@
+//! The matrix table: one row per runtime@version, one column per rule, each cell judged from the
+//! runtime's campaign report (`index.json`) against its baseline of known findings. Pure: it
+//! reads JSON and writes Markdown and JSON, so it is tested without any runtime.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::Runtime;
+
+/// A runtime version's known findings: `[[known]]` entries with an op (default
+/// `coerce_tool_result`), a rule id and why the finding is real.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    #[serde(default)]
+    pub known: Vec<Known>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Known {
+    #[serde(default = "default_op")]
+    pub op: String,
+    pub rule: String,
+    pub reason: String,
+}
+
+fn default_op() -> String {
+    "coerce_tool_result".into()
+}
+
+impl Baseline {
+    pub fn load(path: &Path) -> Result<Baseline> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read baseline {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("invalid baseline {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Baseline> {
+        Ok(toml::from_str(text)?)
+    }
+
+    fn knows(&self, op: &str, rule: &str) -> bool {
+        self.known.iter().any(|k| k.op == op && k.rule == rule)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Judged, no gate failure, nothing known.
+    Pass,
+    /// Gate failures, every one listed in the baseline.
+    Known,
+    /// A gate failure the baseline does not list: the run fails.
+    New,
+    /// Listed in the baseline but not reached by this run (a short run may miss it).
+    NotReached,
+    /// The rule is not judged on the ops the shim offers.
+    NotApplicable,
+}
+
+impl State {
+    fn as_str(self) -> &'static str {
+        match self {
+            State::Pass => "pass",
+            State::Known => "known",
+            State::New => "new",
+            State::NotReached => "known, not reached",
+            State::NotApplicable => "n/a",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Cell {
+    pub state: State,
+    /// Cases that broke the rule.
+    pub hits: u64,
+    /// Finding files, relative to the table's folder.
+    pub findings: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct Row {
+    pub label: String,
+    pub package: String,
+    pub function: String,
+    pub cases: u64,
+    pub elapsed_ms: u64,
+    pub divergent: u64,
+    /// (rule id, cell), in the report's rule order.
+    pub cells: Vec<(String, Cell)>,
+    /// The baseline's (rule, reason) pairs, printed under the table.
+    pub reasons: Vec<(String, String)>,
+    /// Why the runtime could not be run (install or campaign failure).
+    pub error: Option<String>,
+}
+
+impl Row {
+    /// A row from a campaign's `index.json`; `report` is the report folder relative to the table.
+    pub fn from_index(runtime: &Runtime, index: &Value, baseline: &Baseline, report: &str) -> Row {
+        let matrix = &index["matrix"];
+        let ops: Vec<&str> = strings(&matrix["ops"]);
+        let file_of = |id: &str| {
+            index["findings"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|f| f["id"] == id && f["gate"] == true)
+                .and_then(|f| f["file"].as_str())
+                .map(|file| format!("{report}/{file}"))
+        };
+        let mut cells = Vec::new();
+        for rule in strings(&matrix["rules"]) {
+            if rule == "divergence" {
+                continue;
+            }
+            let (mut judged, mut hits, mut findings) = (false, 0, Vec::new());
+            let (mut new, mut failed, mut listed) = (false, false, false);
+            for op in &ops {
+                let cell = &matrix["cells"][rule][op];
+                let state = cell["state"].as_str().unwrap_or("n/a");
+                judged |= state != "n/a";
+                listed |= baseline.knows(op, rule);
+                if state == "fail" {
+                    failed = true;
+                    new |= !baseline.knows(op, rule);
+                    hits += cell["hits"].as_u64().unwrap_or(0);
+                    findings.extend(strings(&cell["findings"]).into_iter().filter_map(file_of));
+                }
+            }
+            let state = match (judged, failed, new, listed) {
+                (false, ..) => State::NotApplicable,
+                (true, true, true, _) => State::New,
+                (true, true, false, _) => State::Known,
+                (true, false, _, true) => State::NotReached,
+                (true, false, _, false) => State::Pass,
+            };
+            cells.push((
+                rule.to_string(),
+                Cell {
+                    state,
+                    hits,
+                    findings,
+                },
+            ));
+        }
+        Row {
+            label: runtime.label(),
+            package: format!("{}@{}", runtime.package, runtime.version),
+            function: runtime.function.clone(),
+            cases: index["cases"].as_u64().unwrap_or(0),
+            elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
+            divergent: index["perOp"]
+                .as_object()
+                .into_iter()
+                .flat_map(|m| m.values())
+                .filter_map(|t| t["divergent"].as_u64())
+                .sum(),
+            cells,
+            reasons: baseline
+                .known
+                .iter()
+                .map(|k| (k.rule.clone(), k.reason.clone()))
+                .collect(),
+            error: None,
+        }
+    }
+
+    pub fn failed(runtime: &Runtime, error: &str) -> Row {
+        Row {
+            label: runtime.label(),
+            package: format!("{}@{}", runtime.package, runtime.version),
+            function: runtime.function.clone(),
+            cases: 0,
+            elapsed_ms: 0,
+            divergent: 0,
+            cells: Vec::new(),
+            reasons: Vec::new(),
+            error: Some(error.to_string()),
+        }
+    }
+
+    /// No new finding and the runtime ran.
+    pub fn green(&self) -> bool {
+        self.error.is_none() && self.cells.iter().all(|(_, c)| c.state != State::New)
+    }
+
+    pub fn cases_per_second(&self) -> f64 {
+        if self.elapsed_ms == 0 {
+            0.0
+        } else {
+            self.cases as f64 * 1000.0 / self.elapsed_ms as f64
+        }
+    }
+
+    pub fn summary(&self) -> String {
+        if let Some(err) = &self.error {
+            return format!("{}: not run: {err}", self.label);
+        }
+        let count = |s: State| self.cells.iter().filter(|(_, c)| c.state == s).count();
+        format!(
+            "{}: {} cases ({:.0}/s), {} rules pass, {} known, {} new",
+            self.label,
+            self.cases,
+            self.cases_per_second(),
+            count(State::Pass) + count(State::NotReached),
+            count(State::Known),
+            count(State::New)
+        )
+    }
+}
+
+fn strings(value: &Value) -> Vec<&str> {
+    value
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
+}
+
+/// The rule columns: every rule of any row, in first-seen order.
+fn columns(rows: &[Row]) -> Vec<&str> {
+    let mut seen = BTreeSet::new();
+    let mut out = Vec::new();
+    for row in rows {
+        for (rule, _) in &row.cells {
+            if seen.insert(rule.as_str()) {
+                out.push(rule.as_str());
+            }
+        }
+    }
+    out
+}
+
+pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
+    let rules = columns(rows);
+    let mut out = format!(
+        "# Runtime matrix (unit level)\n\nMade on {date} by `{command}`. Cells: **pass**; \
+         **known** (a finding the runtime's baseline lists, with why it is real); **NEW** (a \
+         finding the baseline does not list: the run fails); *known, not reached* (listed, not \
+         hit by this run); n/a (not judged on the ops the shim offers). Each number links to a \
+         finding file (a count without links: those cases are filed under another rule of the row); \
+         cases/s is the whole campaign (generation, shim, reference, judges, \
+         shrinking).\n\n| runtime | cases | cases/s | divergent |"
+    );
+    for rule in &rules {
+        out.push_str(&format!(" {rule} |"));
+    }
+    out.push_str("\n|---|---:|---:|---:|");
+    out.push_str(&"---|".repeat(rules.len()));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&format!("| {} |", row.label));
+        if let Some(err) = &row.error {
+            let first = err.lines().next().unwrap_or("").replace('|', "\\|");
+            out.push_str(&format!(" not run: {first} |"));
+            out.push_str(&" |".repeat(rules.len() + 2));
+            out.push('\n');
+            continue;
+        }
+        out.push_str(&format!(
+            " {} | {:.0} | {} |",
+            row.cases,
+            row.cases_per_second(),
+            row.divergent
+        ));
+        for rule in &rules {
+            let cell = row.cells.iter().find(|(r, _)| r == rule).map(|(_, c)| c);
+            out.push_str(&format!(" {} |", cell_markdown(cell)));
+        }
+        out.push('\n');
+    }
+    out.push_str("\n| runtime | package | function under test |\n|---|---|---|\n");
+    for row in rows {
+        out.push_str(&format!(
+            "| {} | `{}` | {} |\n",
+            row.label, row.package, row.function
+        ));
+    }
+    if rows.iter().any(|r| !r.reasons.is_empty()) {
+        out.push_str("\n## Known findings, verified in the runtime's code\n\n");
+        for row in rows {
+            for (rule, reason) in &row.reasons {
+                out.push_str(&format!("- {} {rule}: {reason}\n", row.label));
+            }
+        }
+    }
+    out
+}
+
+fn cell_markdown(cell: Option<&Cell>) -> String {
+    let Some(cell) = cell else {
+        return State::NotApplicable.as_str().into();
+    };
+    let word = match cell.state {
+        State::New => "**NEW**".to_string(),
+        State::Known => "known".to_string(),
+        State::NotReached => "*known, not reached*".to_string(),
+        other => other.as_str().to_string(),
+    };
+    if cell.hits == 0 {
+        return word;
+    }
+    // Cases that broke the rule, then one link per finding file. A case that breaks several
+    // rules is shrunk into one finding, under its first rule: a count without a link means every
+    // case of this rule is filed under another rule of the same row.
+    let links: Vec<String> = cell
+        .findings
+        .iter()
+        .enumerate()
+        .map(|(i, file)| format!(" [{}]({file})", i + 1))
+        .collect();
+    format!("{word} ({} cases){}", cell.hits, links.concat())
+}
+
+pub fn to_json(rows: &[Row], date: &str, command: &str) -> Value {
+    json!({
+        "kind": "matrix",
+        "date": date,
+        "command": command,
+        "rules": columns(rows),
+        "runtimes": rows.iter().map(|row| json!({
+            "runtime": row.label,
+            "package": row.package,
+            "function": row.function,
+            "cases": row.cases,
+            "elapsedMs": row.elapsed_ms,
+            "casesPerSecond": (row.cases_per_second() * 10.0).round() / 10.0,
+            "divergent": row.divergent,
+            "error": row.error,
+            "green": row.green(),
+            "cells": row.cells.iter().map(|(rule, c)| (rule.clone(), json!({
+                "state": c.state.as_str(),
+                "hits": c.hits,
+                "findings": c.findings,
+            }))).collect::<serde_json::Map<_, _>>(),
+        })).collect::<Vec<_>>(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::install::Ecosystem;
+
+    fn runtime() -> Runtime {
+        Runtime {
+            name: "demo".into(),
+            package: "demo-pkg".into(),
+            version: "1.2.3".into(),
+            function: "`convert` in demo.js".into(),
+            ecosystem: Ecosystem::Npm,
+            install: vec!["demo-pkg@1.2.3".into()],
+            command: vec!["node".into()],
+            baseline: "demo.baseline.toml".into(),
+        }
+    }
+
+    /// A campaign index as `normfuzz conform` writes it: S1 and S2 failed, F1 passed, the
+    /// retry rule R1 is not judged on coerce_tool_result.
+    fn index() -> Value {
+        json!({
+            "cases": 2000, "elapsedMs": 1000,
+            "perOp": {"coerce_tool_result": {"cases": 2000, "divergent": 7}},
+            "matrix": {
+                "ops": ["coerce_tool_result"],
+                "rules": ["S1", "S2", "F1", "R1", "divergence"],
+                "cells": {
+                    "S1": {"coerce_tool_result": {"state": "fail", "hits": 3, "findings": ["c-S1-a"]}},
+                    "S2": {"coerce_tool_result": {"state": "fail", "hits": 9, "findings": ["c-S2-a", "c-S2-b"]}},
+                    "F1": {"coerce_tool_result": {"state": "pass", "hits": 0, "findings": []}},
+                    "R1": {"coerce_tool_result": {"state": "n/a", "hits": 0, "findings": []}},
+                    "divergence": {"coerce_tool_result": {"state": "divergence", "hits": 7, "findings": ["c-d"]}}
+                }
+            },
+            "findings": [
+                {"id": "c-S1-a", "gate": true, "file": "findings/c-S1-a.json"},
+                {"id": "c-S2-a", "gate": true, "file": "findings/c-S2-a.json"},
+                {"id": "c-S2-b", "gate": true, "file": "findings/c-S2-b.json"},
+                {"id": "c-d", "gate": false, "file": "findings/c-d.json"}
+            ]
+        })
+    }
+
+    #[test]
+    fn cells_are_judged_against_the_baseline() {
+        let baseline = Baseline::parse(
+            "[[known]]\nrule = \"S2\"\nreason = \"r\"\n\n[[known]]\nrule = \"F1\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        let row = Row::from_index(&runtime(), &index(), &baseline, "demo-1.2.3");
+        let state = |rule: &str| row.cells.iter().find(|(r, _)| r == rule).unwrap().1.state;
+        assert_eq!(state("S1"), State::New);
+        assert_eq!(state("S2"), State::Known);
+        assert_eq!(state("F1"), State::NotReached);
+        assert_eq!(state("R1"), State::NotApplicable);
+        assert!(row.cells.iter().all(|(r, _)| r != "divergence"));
+        assert!(!row.green(), "a new S1 finding fails the row");
+        assert_eq!(row.divergent, 7);
+        assert_eq!(row.cases_per_second(), 2000.0);
+        let s2 = &row.cells.iter().find(|(r, _)| r == "S2").unwrap().1;
+        assert_eq!(s2.hits, 9);
+        assert_eq!(
+            s2.findings,
+            [
+                "demo-1.2.3/findings/c-S2-a.json",
+                "demo-1.2.3/findings/c-S2-b.json"
+            ]
+        );
+
+        let all_known = Baseline::parse(
+            "[[known]]\nrule = \"S1\"\nreason = \"r\"\n[[known]]\nrule = \"S2\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        assert!(Row::from_index(&runtime(), &index(), &all_known, "x").green());
+    }
+
+    #[test]
+    fn markdown_and_json_link_every_finding() {
+        let row = Row::from_index(&runtime(), &index(), &Baseline::default(), "demo-1.2.3");
+        let failed = Row::failed(&runtime(), "npm install failed\nmore");
+        let known =
+            Baseline::parse("[[known]]\nrule = \"F1\"\nreason = \"drops images\"\n").unwrap();
+        let with_reason = Row::from_index(&runtime(), &index(), &known, "demo-1.2.3");
+        let md = markdown(
+            &[row, failed, with_reason],
+            "2026-11-24",
+            "cargo xtask matrix --cases 5",
+        );
+        assert!(md.contains("- demo@1.2.3 F1: drops images\n"));
+        assert!(md.contains("Made on 2026-11-24 by `cargo xtask matrix --cases 5`"));
+        assert!(md.contains("| runtime | cases | cases/s | divergent | S1 | S2 | F1 | R1 |"));
+        assert!(md.contains(
+            "| demo@1.2.3 | 2000 | 2000 | 7 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \
+             | **NEW** (9 cases) [1](demo-1.2.3/findings/c-S2-a.json) \
+             [2](demo-1.2.3/findings/c-S2-b.json) | pass | n/a |"
+        ));
+        assert!(md.contains("| demo@1.2.3 | not run: npm install failed |"));
+        // Every table row has as many cells as the header.
+        let widths: BTreeSet<usize> = md
+            .lines()
+            .take_while(|l| !l.contains("function under test"))
+            .filter(|l| l.starts_with('|'))
+            .map(|l| l.matches('|').count() - l.matches("\\|").count())
+            .collect();
+        assert_eq!(widths.len(), 1, "{md}");
+
+        let row = Row::from_index(&runtime(), &index(), &Baseline::default(), "demo-1.2.3");
+        let value = to_json(&[row], "2026-11-24", "c");
+        assert_eq!(value["runtimes"][0]["cells"]["S1"]["state"], "new");
+        assert_eq!(value["runtimes"][0]["green"], false);
+        assert_eq!(value["rules"], json!(["S1", "S2", "F1", "R1"]));
+    }
+}
