@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
-use normfuzz::runner::campaign::{Campaign, Progress};
+use normfuzz::runner::campaign::{Campaign, Progress, Shard};
 use normfuzz::runner::sut::SutOptions;
 
 use super::io::open_sut;
@@ -34,6 +34,11 @@ pub struct ConformArgs {
     /// Parallel jobs, each with its own SUT process.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Run only shard K of N (1-based): a deterministic split of the cases by job. N runs with
+    /// the same --seed, --cases and --jobs, one per shard, run exactly the cases of one
+    /// unsharded run with N × --jobs jobs.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    shard: Option<Shard>,
     /// Count divergences from the reference as failures.
     #[arg(long)]
     strict: bool,
@@ -85,6 +90,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         jobs: args.jobs.max(1),
         strict: args.strict,
         stop_on_gate: args.stop_on_gate,
+        shard: args.shard.unwrap_or(Shard::WHOLE),
     };
     let options = SutOptions {
         timeout: Duration::from_millis(args.timeout_ms),
@@ -125,7 +131,11 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         );
     }
     let dir = args.report.unwrap_or_else(|| {
-        normfuzz::runner::report::default_dir(&format!("{{stamp}}-seed{}", campaign.seed))
+        let shard = match args.shard {
+            Some(Shard { index, count }) => format!("-shard{}of{count}", index + 1),
+            None => String::new(),
+        };
+        normfuzz::runner::report::default_dir(&format!("{{stamp}}-seed{}{shard}", campaign.seed))
     });
     normfuzz::runner::report::write(
         &dir,

@@ -47,6 +47,36 @@ pub struct Campaign {
     pub strict: bool,
     /// End the campaign once a first gate failure is found and shrunk (mutant kill runs).
     pub stop_on_gate: bool,
+    /// Which part of the cases this process runs (`Shard::WHOLE` for all of them).
+    pub shard: Shard,
+}
+
+/// Shard `index` of `count` (0-based): with `jobs` jobs here, this process runs jobs
+/// `index * jobs .. (index + 1) * jobs` of a campaign of `count * jobs` jobs. The shards of one
+/// seed and job count draw disjoint cases that together are exactly the cases of the unsharded
+/// campaign with `count * jobs` jobs, whatever machine runs each shard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// `K/N` with 1 <= K <= N, as `--shard` takes it.
+    pub fn parse(text: &str) -> Result<Shard> {
+        let parsed = text.split_once('/').and_then(|(k, n)| {
+            Some((k.trim().parse::<u64>().ok()?, n.trim().parse::<u64>().ok()?))
+        });
+        match parsed {
+            Some((k, n)) if (1..=n).contains(&k) => Ok(Shard {
+                index: k - 1,
+                count: n,
+            }),
+            _ => anyhow::bail!("a shard is K/N with 1 <= K <= N, not {text:?}"),
+        }
+    }
 }
 
 /// One distinct bug: the minimal input that shows it, both answers, and the rule.
@@ -180,7 +210,8 @@ pub fn run<S: Sut>(
                 let running = running.clone();
                 scope.spawn(move || {
                     let _running = running;
-                    job_loop(shared, job as u64, sut)
+                    let first = campaign.shard.index * campaign.jobs.max(1) as u64;
+                    job_loop(shared, first + job as u64, sut)
                 })
             })
             .collect();
@@ -329,8 +360,8 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
     let mut runner = TestRunner::new_with_rng(config, rng_for(campaign.seed, job));
     let mut reference = crate::runner::sut::ReferenceSut;
     // Job `j` takes batches j, j + jobs, j + 2 jobs, ...: the cases a job draws depend only on
-    // the seed and the job count, never on timing.
-    let jobs = campaign.jobs.max(1) as u64;
+    // the seed and the job count (all shards' jobs), never on timing.
+    let jobs = campaign.jobs.max(1) as u64 * campaign.shard.count.max(1);
     for batch_index in (job..).step_by(jobs as usize) {
         let first = batch_index * BATCH as u64;
         let count = match campaign.cases {

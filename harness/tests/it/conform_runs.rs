@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use normfuzz::protocol::Op;
 use normfuzz::rule::Rule;
-use normfuzz::runner::campaign::{Campaign, Outcome, Progress, run};
-use normfuzz::runner::sut::{ProcessSut, ReferenceSut};
+use normfuzz::runner::campaign::{Campaign, Outcome, Progress, Shard, run};
+use normfuzz::runner::sut::{ProcessSut, ReferenceSut, Sut};
 
 fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
     Campaign {
@@ -18,6 +18,7 @@ fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
         jobs: 1,
         strict: false,
         stop_on_gate: false,
+        shard: Shard::WHOLE,
     }
 }
 
@@ -154,4 +155,88 @@ fn same_seed_same_cases() {
         serde_json::to_string(&a.per_op).unwrap(),
         serde_json::to_string(&b.per_op).unwrap()
     );
+}
+
+/// An in-process SUT with one bug: `neutralize_text` passes its text through (S1, D1, B2...),
+/// every other op answers as the reference does.
+struct EchoNeutralize;
+
+impl Sut for EchoNeutralize {
+    fn name(&self) -> &str {
+        "echo neutralize"
+    }
+
+    fn ops(&self) -> &[Op] {
+        &Op::ALL
+    }
+
+    fn call(
+        &mut self,
+        batch: &[(Op, &serde_json::Value)],
+    ) -> anyhow::Result<Vec<normfuzz::protocol::Answer>> {
+        let mut answers = ReferenceSut.call(batch)?;
+        for ((op, input), answer) in batch.iter().zip(&mut answers) {
+            if *op == Op::NeutralizeText {
+                *answer = normfuzz::protocol::Answer::Output((*input).clone());
+            }
+        }
+        Ok(answers)
+    }
+}
+
+/// `--shard K/N`: the shards of a campaign run disjoint cases that together are the cases of
+/// the unsharded campaign with N × jobs jobs: the same count per op, the same verdicts per
+/// rule, the same distinct findings.
+#[test]
+fn shards_together_run_the_unsharded_cases() {
+    let mut whole = campaign(&Op::ALL, 2_000, 9);
+    whole.jobs = 3;
+    let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+    let mut per_op: std::collections::BTreeMap<Op, normfuzz::runner::campaign::Tally> =
+        Default::default();
+    let mut keys = std::collections::BTreeSet::new();
+    let mut cases = 0;
+    for index in 0..3 {
+        let mut part = campaign(&Op::ALL, 2_000, 9);
+        part.shard = Shard { index, count: 3 };
+        let outcome = run(&part, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+        assert!(
+            outcome.cases() > 0 && outcome.cases() < 2_000,
+            "{}",
+            outcome.cases()
+        );
+        cases += outcome.cases();
+        for (op, tally) in outcome.per_op {
+            let sum = per_op.entry(op).or_default();
+            sum.cases += tally.cases;
+            sum.passed += tally.passed;
+            sum.failed += tally.failed;
+            sum.divergent += tally.divergent;
+            for (rule, n) in tally.rules {
+                *sum.rules.entry(rule).or_default() += n;
+            }
+        }
+        keys.extend(outcome.findings.iter().map(|f| f.id.clone()));
+    }
+    assert_eq!(cases, 2_000);
+    assert_eq!(
+        serde_json::to_string(&per_op).unwrap(),
+        serde_json::to_string(&unsharded.per_op).unwrap()
+    );
+    let unsharded_keys: std::collections::BTreeSet<String> =
+        unsharded.findings.iter().map(|f| f.id.clone()).collect();
+    assert!(
+        unsharded_keys.iter().any(|id| id.contains("-S1-")),
+        "{unsharded_keys:?}"
+    );
+    assert_eq!(keys, unsharded_keys);
+}
+
+#[test]
+fn shard_syntax() {
+    assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 1, count: 3 });
+    assert_eq!(Shard::parse("1/1").unwrap(), Shard::WHOLE);
+    for bad in ["0/3", "4/3", "3", "a/b", "1/0", ""] {
+        assert!(Shard::parse(bad).is_err(), "{bad}");
+    }
 }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use normfuzz::protocol::Op;
-use normfuzz::runner::campaign::{Campaign, Progress, run};
+use normfuzz::runner::campaign::{Campaign, Progress, Shard, run};
 use normfuzz::runner::sut::ReferenceSut;
 
 #[test]
@@ -17,6 +17,7 @@ fn a_campaign_samples_its_progress_until_the_end() {
         jobs: 2,
         strict: false,
         stop_on_gate: false,
+        shard: Shard::WHOLE,
     };
     let outcome = run(&campaign, || Ok(ReferenceSut), &Progress::default()).expect("runs");
     let timeline = &outcome.timeline;
