@@ -112,6 +112,19 @@ pub fn ci(root: &Path) -> Result<()> {
             failed += 1;
         }
     }
+    // Requests escape U+2028, U+2029 and controls, so a shim written the obvious way (Node 24's
+    // readline, which also ends lines at U+2028/U+2029) over the reference finds no fault.
+    eprintln!("==> conform: a Node 24 readline shim over the reference");
+    match readline_shim(root, &normfuzz, &reports.join("readline")) {
+        Ok(rate) => {
+            eprintln!("    0 findings, {rate:.0} cases/s");
+            passed += 1;
+        }
+        Err(e) => {
+            eprintln!("xtask: readline shim: {e:#}");
+            failed += 1;
+        }
+    }
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         bail!("{failed} checks failed");
@@ -178,4 +191,62 @@ mod tests {
             (3, 2)
         );
     }
+}
+
+/// Cases per second a Node `readline` shim over `serve-reference` (harness/tests/suts/
+/// readline_reference.mjs) sustains for 8 s on the Node the openclaw adapter installs; fails on
+/// any finding (strict: a split request is a protocol fault or a divergence) and under 2,000
+/// cases/s (split requests wait out the answer timeout, so the rate collapses too).
+fn readline_shim(root: &Path, normfuzz: &Path, report: &Path) -> Result<f64> {
+    let adapter = root.join("harness/runtimes/openclaw.toml");
+    let out = Command::new(normfuzz)
+        .args(["e2e", "--install-only", "--adapter"])
+        .arg(&adapter)
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run normfuzz e2e --install-only")?;
+    if !out.status.success() {
+        bail!("installing the runtime's Node failed: {}", out.status);
+    }
+    let path = String::from_utf8(out.stdout)?.trim().to_string();
+    let version = Command::new("node")
+        .arg("--version")
+        .env("PATH", &path)
+        .output()
+        .context("no node on the runtime's PATH")?;
+    let version = String::from_utf8_lossy(&version.stdout).trim().to_string();
+    if !version.starts_with("v24.") {
+        bail!("the runtime's Node is {version:?}, not 24");
+    }
+    let shim = root.join("harness/tests/suts/readline_reference.mjs");
+    let sut = format!("node {} {}", shim.display(), normfuzz.display());
+    let status = Command::new(normfuzz)
+        .current_dir(root)
+        .env("PATH", &path)
+        .args([
+            "conform", "--strict", "--sut", &sut, "--time", "8", "--seed", "1",
+        ])
+        .arg("--report")
+        .arg(report)
+        .status()
+        .context("cannot run the readline campaign")?;
+    if !status.success() {
+        bail!(
+            "findings through Node {version}'s readline (exit {status}); report in {}",
+            report.display()
+        );
+    }
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(report.join("index.json"))?)?;
+    let cases = index["cases"]
+        .as_f64()
+        .context("index.json without cases")?;
+    let ms = index["elapsedMs"]
+        .as_f64()
+        .context("index.json without elapsedMs")?;
+    let rate = cases / (ms / 1000.0).max(1e-3);
+    if rate < 2000.0 {
+        bail!("{rate:.0} cases/s through the readline shim, under 2,000");
+    }
+    Ok(rate)
 }

@@ -45,6 +45,11 @@ pub struct E2eArgs {
     /// Install cache (default: $NORMFUZZ_CACHE, else ~/.cache/normfuzz).
     #[arg(long)]
     pub cache: Option<PathBuf>,
+    /// Install the runtime (or find it in the cache), print the PATH its turns run with on
+    /// stdout, and run no case: a CI step can prepare the cache, or run tools on the runtime's
+    /// own Node.
+    #[arg(long)]
+    pub install_only: bool,
     /// Baseline of known findings (default: the adapter's `baseline`).
     #[arg(long)]
     pub baseline: Option<PathBuf>,
@@ -72,6 +77,10 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
         adapter.label(),
         cache.display()
     );
+    if args.install_only {
+        println!("{}", install::runtime_path(&adapter, &cache)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let mock_mcp = match &args.mock_providers {
         Some(path) => absolute(path)?,
         None => std::env::current_exe()?.with_file_name("mock-providers"),
