@@ -61,6 +61,9 @@ enum Command {
     /// Ends with `N passed, N failed`; exits 0 when no case fails the gate, 1 when any does,
     /// 2 on a harness or usage error (for example a SUT that sends no handshake).
     Conform(cli::conform::ConformArgs),
+    /// Join the reports of a sharded campaign (`conform --shard K/N`, same seed, cases and jobs)
+    /// into one report, as if one run had made it; exits 1 when any case fails the gate.
+    MergeReports(cli::merge_reports::MergeReportsArgs),
     /// Replay a stored finding against a SUT and judge it again; exits 1 if it still fails.
     Repro(cli::repro::ReproArgs),
     /// Speak the SUT protocol on stdin/stdout with the reference normalizer behind it.
@@ -103,6 +106,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::RetryImages(args) => cli::retry_images::run(args),
         Command::Stream(args) => cli::stream::run(args),
         Command::Conform(args) => cli::conform::run(args),
+        Command::MergeReports(args) => cli::merge_reports::run(args),
         Command::Repro(args) => cli::repro::run(args),
         Command::ServeReference => cli::serve_reference::run(),
         Command::FuzzReport(args) => cli::fuzz_report::run(args),

@@ -132,7 +132,7 @@ pub fn parse_request(line: &[u8]) -> Result<Request, serde_json::Error> {
 }
 
 /// A SUT's answer to one request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
     /// `{"id", "output"}`.
@@ -143,7 +143,7 @@ pub enum Answer {
     Fault(Fault),
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Fault {
     /// No answer within the per-request timeout.

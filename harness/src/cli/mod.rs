@@ -7,6 +7,7 @@ pub mod conform;
 pub mod e2e;
 pub mod fuzz_report;
 pub mod io;
+pub mod merge_reports;
 pub mod neutralize;
 pub mod parse_reply;
 pub mod repro;

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
@@ -80,7 +80,7 @@ impl Shard {
 }
 
 /// One distinct bug: the minimal input that shows it, both answers, and the rule.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
     /// Stable id: op, rule and a hash of the kind.
     pub id: String,
@@ -101,7 +101,7 @@ pub struct Finding {
 }
 
 /// Counts per op and rule, for the report's matrix.
-#[derive(Debug, Default, Clone, Serialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 pub struct Tally {
     pub cases: u64,
     pub passed: u64,
@@ -112,7 +112,7 @@ pub struct Tally {
 }
 
 /// The campaign's state at one moment, for the report's plots.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Sample {
     pub elapsed_ms: u64,
@@ -437,9 +437,15 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
                         .findings
                         .lock()
                         .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
-                    if let std::collections::hash_map::Entry::Vacant(slot) = findings.entry(key) {
-                        slot.insert(finding);
-                        shared.progress.findings.fetch_add(1, Ordering::Relaxed);
+                    match findings.entry(key) {
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(finding);
+                            shared.progress.findings.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // Another job found and shrank it meanwhile: this case is one more hit.
+                        std::collections::hash_map::Entry::Occupied(mut found) => {
+                            found.get_mut().hits += 1;
+                        }
                     }
                 }
             }

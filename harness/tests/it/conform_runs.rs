@@ -157,13 +157,13 @@ fn same_seed_same_cases() {
     );
 }
 
-/// An in-process SUT with one bug: `neutralize_text` passes its text through (S1, D1, B2...),
-/// every other op answers as the reference does.
+/// An in-process SUT with two bugs: `neutralize_text` passes its text through (S1) and
+/// `check_media_url` allows every URL (U1–U7); every other op answers as the reference does.
 struct EchoNeutralize;
 
 impl Sut for EchoNeutralize {
     fn name(&self) -> &str {
-        "echo neutralize"
+        "echo neutralize, allow every URL"
     }
 
     fn ops(&self) -> &[Op] {
@@ -176,8 +176,15 @@ impl Sut for EchoNeutralize {
     ) -> anyhow::Result<Vec<normfuzz::protocol::Answer>> {
         let mut answers = ReferenceSut.call(batch)?;
         for ((op, input), answer) in batch.iter().zip(&mut answers) {
-            if *op == Op::NeutralizeText {
-                *answer = normfuzz::protocol::Answer::Output((*input).clone());
+            match op {
+                Op::NeutralizeText => {
+                    *answer = normfuzz::protocol::Answer::Output((*input).clone());
+                }
+                Op::CheckMediaUrl => {
+                    *answer =
+                        normfuzz::protocol::Answer::Output(serde_json::json!({"allowed": true}));
+                }
+                _ => {}
             }
         }
         Ok(answers)
@@ -238,5 +245,61 @@ fn shard_syntax() {
     assert_eq!(Shard::parse("1/1").unwrap(), Shard::WHOLE);
     for bad in ["0/3", "4/3", "3", "a/b", "1/0", ""] {
         assert!(Shard::parse(bad).is_err(), "{bad}");
+    }
+}
+
+/// `normfuzz merge-reports` of the N shards' reports equals the report of the unsharded run with
+/// N jobs (same seed and cases): verdict, counts per op and rule, the rule × op matrix, and
+/// every finding's id, rule, kind and hits. Only timings, the time series and which minimal
+/// input a finding keeps may differ.
+#[test]
+fn merged_shard_reports_equal_the_unsharded_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut whole = campaign(&Op::ALL, 1_500, 5);
+    whole.jobs = 2;
+    let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+    normfuzz::runner::report::write(&dir.path().join("whole"), &unsharded, "echo", false, None)
+        .unwrap();
+    let mut shards = Vec::new();
+    for index in 0..2 {
+        let mut part = campaign(&Op::ALL, 1_500, 5);
+        part.shard = Shard { index, count: 2 };
+        let outcome = run(&part, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+        let out = dir.path().join(format!("shard{index}"));
+        normfuzz::runner::report::write(&out, &outcome, "echo", false, None).unwrap();
+        shards.push(out);
+    }
+    let merged = dir.path().join("merged");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_normfuzz"))
+        .arg("merge-reports")
+        .arg("--out")
+        .arg(&merged)
+        .args(&shards)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "the echo SUT fails the gate");
+    let comparable = |dir: &std::path::Path| {
+        let text = std::fs::read_to_string(dir.join("index.json")).unwrap();
+        let mut index: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let map = index.as_object_mut().unwrap();
+        for volatile in ["elapsedMs", "timeline"] {
+            map.remove(volatile).unwrap();
+        }
+        for finding in map["findings"].as_array_mut().unwrap() {
+            let finding = finding.as_object_mut().unwrap();
+            finding.remove("firstSeenMs").unwrap();
+            finding.remove("repro").unwrap();
+        }
+        index
+    };
+    let (expected, got) = (comparable(&dir.path().join("whole")), comparable(&merged));
+    assert!(
+        expected["findings"].as_array().unwrap().len() > 1,
+        "{expected:#}"
+    );
+    assert_eq!(got, expected);
+    for file in ["junit.xml", "summary.md", "report.html"] {
+        assert!(merged.join(file).is_file(), "{file}");
     }
 }

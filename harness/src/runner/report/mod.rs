@@ -23,8 +23,8 @@
 //!   per kind of run, the SVG charts in `html/plot.rs`), which read the models and share one
 //!   helper, `escape.rs` (HTML escaping, the invisible characters);
 //! - models, which import no renderer: `view.rs` (a campaign's and an e2e run's views, stored
-//!   findings, repro commands), `matrix.rs` (rule × op) and `libfuzzer.rs` (libFuzzer logs,
-//!   parsed).
+//!   findings, repro commands), `matrix.rs` (rule × op), `libfuzzer.rs` (libFuzzer logs,
+//!   parsed) and `merge.rs` (shard reports read back and joined).
 
 mod escape;
 mod html;
@@ -36,6 +36,7 @@ mod publish;
 mod view;
 
 pub mod fuzz;
+pub mod merge;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,44 @@
+//! `normfuzz merge-reports`: the reports of the shards of one campaign joined into one.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use normfuzz::runner::report::merge;
+
+#[derive(clap::Args)]
+pub struct MergeReportsArgs {
+    /// Folder for the merged report (replaced if it exists).
+    #[arg(long)]
+    out: PathBuf,
+    /// The shards' report folders (`normfuzz conform --shard K/N --report DIR`).
+    #[arg(required = true)]
+    reports: Vec<PathBuf>,
+}
+
+/// Exits 1 when any case of the merged run fails the gate, as `conform` does.
+pub fn run(args: MergeReportsArgs) -> Result<ExitCode> {
+    let parts = args
+        .reports
+        .iter()
+        .map(|dir| merge::read(dir))
+        .collect::<Result<Vec<_>>>()?;
+    let whole = merge::merge(parts)?;
+    normfuzz::runner::report::write(
+        &args.out,
+        &whole.outcome,
+        &whole.command,
+        whole.strict,
+        normfuzz::runner::report::step_summary_path().as_deref(),
+    )?;
+    let failed = whole.outcome.failed(whole.strict);
+    eprintln!(
+        "merged {} reports: {} cases, {} failed, {} findings; report in {}",
+        args.reports.len(),
+        whole.outcome.cases(),
+        failed,
+        whole.outcome.findings.len(),
+        args.out.display()
+    );
+    Ok(ExitCode::from(u8::from(failed > 0)))
+}
