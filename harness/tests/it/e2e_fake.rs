@@ -132,3 +132,38 @@ fn a_runtime_that_follows_the_rules_passes_and_a_buggy_one_is_caught() {
     assert_eq!(code, 1);
     assert_eq!(with_stale["stale"].as_array().unwrap().len(), 1);
 }
+
+/// A runtime killed mid-turn (SIGKILL after the model's first answer): every case ends, each as
+/// a B1 finding naming the signal, and the run reports them without a harness error.
+#[test]
+fn a_runtime_killed_mid_turn_is_reported_and_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, killed) = e2e(dir.path(), "killed", None);
+    assert_eq!(code, 1, "{killed:#}");
+    assert_eq!(killed["errors"], 0, "{killed:#}");
+    let cases: Vec<&str> = killed["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(cases.len(), 10);
+    let found = found(&killed);
+    for case in cases {
+        assert!(
+            found.contains(&(case.to_string(), "B1".to_string())),
+            "{case}: {found:?}"
+        );
+    }
+    let reasons: Vec<&str> = killed["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["rule"] == "B1")
+        .filter_map(|f| f["reason"].as_str())
+        .collect();
+    assert!(
+        reasons.len() == 10 && reasons.iter().all(|r| r.contains("signal 9")),
+        "{reasons:?}"
+    );
+}

@@ -6,7 +6,8 @@ server, asks the model (OpenAI Chat Completions, not streamed), runs the tool ca
 tool result back and prints the delivered reply as JSON. FAKE_MODE=good follows the rules;
 FAKE_MODE=bad has the bugs the e2e judge must find: one malformed block fails the whole tool
 result (F5), tool text is forwarded raw (S1) and every MEDIA: line of the reply is delivered as
-media whatever its target (S3).
+media whatever its target (S3). FAKE_MODE=killed dies by SIGKILL mid-turn, after the model's
+first answer (an out-of-memory kill, say): the run must go on and report it.
 """
 import base64, json, os, re, subprocess, sys, urllib.request
 
@@ -77,6 +78,8 @@ def main():
     tools = [{"type": "function", "function": {"name": config["tool"], "parameters": {"type": "object"}}}]
     first = post(url, {"model": "m", "messages": messages, "tools": tools})
     call = first["choices"][0]["message"]["tool_calls"][0]
+    if MODE == "killed":
+        os.kill(os.getpid(), 9)
     texts, images = project(call_tool(config["mcp"], config["mcpTool"]))
     messages.append(first["choices"][0]["message"])
     if images and "image" not in provider["input"]:

@@ -39,6 +39,9 @@ pub struct TurnSpec {
 pub struct TurnRecord {
     pub command: Vec<String>,
     pub exit_code: Option<i32>,
+    /// The signal that ended the runtime, if one did (an out-of-memory kill, a crash).
+    #[serde(default)]
+    pub signal: Option<i32>,
     pub timed_out: bool,
     pub elapsed_ms: u64,
     /// `/tmp` was replaced by the case's own folder.
@@ -174,6 +177,7 @@ pub fn run(dir: &Path) -> Result<()> {
     let record = TurnRecord {
         command,
         exit_code: status.and_then(|s| s.code()),
+        signal: status.and_then(|s| std::os::unix::process::ExitStatusExt::signal(&s)),
         timed_out,
         elapsed_ms: start.elapsed().as_millis() as u64,
         private_tmp,

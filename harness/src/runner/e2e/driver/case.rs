@@ -198,10 +198,10 @@ fn judge(
     if record.timed_out || record.exit_code != Some(0) {
         findings.push(E2eFinding {
             rule: Rule::B1,
-            reason: if record.timed_out {
-                format!("the turn did not finish within {} s", adapter.turn_timeout)
-            } else {
-                format!("the turn exited with {:?}", record.exit_code)
+            reason: match (record.timed_out, record.signal) {
+                (true, _) => format!("the turn did not finish within {} s", adapter.turn_timeout),
+                (false, Some(signal)) => format!("the runtime was killed by signal {signal}"),
+                (false, None) => format!("the turn exited with {:?}", record.exit_code),
             },
             evidence: json!({"stderrTail": crate::excerpt::tail(&stderr, 2000)}),
         });
