@@ -1,70 +1,45 @@
 //! Reference normalizer speed, as ratios within one run:
 //! - coercion (parse, coerce, serialize) against a `serde_json::Value` round trip of the same
-//!   bytes, for text-heavy and image-heavy results from 10 KB to 5 MB;
+//!   bytes, on the documents of `normfuzz::generate::bench_docs` (text of three kinds, PNG
+//!   screenshots from 10 KB to 5 MB, many small blocks);
 //! - the neutralizer against a `memchr::memmem` scan for `MEDIA:` over the same text;
 //! - the streaming neutralizer (4 KiB byte chunks) against the whole-text one.
 //!
-//! `cargo xtask bench` runs this and prints the ratios.
+//! `cargo xtask bench` runs this and prints the ratios; with `--anchor openclaw` it also times
+//! openclaw's coercion on the same documents.
 
 use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use normfuzz::generate::sample_images;
-use serde_json::json;
-
-const SIZES: [usize; 4] = [10_000, 100_000, 1_000_000, 5_000_000];
-
-const PROSE: &str = "Note: the build finished in 42s. See https://example.com/docs for details; \
-    the “quoted” part — with dashes — stays as is. Résumé: nothing to report at 10:45.\n";
-
-fn text_heavy(size: usize) -> String {
-    let block = json!({"type": "text", "text": PROSE.repeat(12)});
-    let per_block = block.to_string().len() + 1;
-    let blocks = vec![block; (size / per_block).max(1)];
-    json!({"content": blocks, "isError": false}).to_string()
-}
-
-fn image_heavy(size: usize) -> String {
-    // One PNG (header first, like a screenshot) whose base64 fills the document, up to the
-    // 5,242,880-character limit.
-    let padding = (size.min(5_242_000) * 3 / 4).saturating_sub(200);
-    let png = sample_images::png_with_padding(padding);
-    let data = base64_simd::STANDARD.encode_to_string(&png);
-    json!({"content": [{"type": "text", "text": "screenshot"}, {"type": "image", "data": data, "mimeType": "image/png"}]}).to_string()
-}
+use normfuzz::generate::bench_docs::{PROSE, coercion_docs};
 
 fn coercion(c: &mut Criterion) {
-    for (kind, make) in [
-        ("text", text_heavy as fn(usize) -> String),
-        ("image", image_heavy),
-    ] {
-        let mut group = c.benchmark_group(format!("coerce_{kind}"));
-        group.sample_size(20);
-        for size in SIZES {
-            let doc = make(size);
-            assert!(normfuzz::reference::coerce::coerce_json(&doc).is_ok());
-            group.throughput(Throughput::Bytes(doc.len() as u64));
-            group.bench_with_input(BenchmarkId::new("reference", size), &doc, |b, doc| {
+    let mut group = c.benchmark_group("coerce");
+    group.sample_size(20);
+    for doc in coercion_docs() {
+        let (name, doc) = (doc.name, doc.json);
+        assert!(normfuzz::reference::coerce::coerce_json(&doc).is_ok());
+        group.throughput(Throughput::Bytes(doc.len() as u64));
+        group.bench_with_input(BenchmarkId::new("reference", &name), &doc, |b, doc| {
+            b.iter(|| {
+                normfuzz::reference::coerce::coerce_json(black_box(doc))
+                    .expect("valid")
+                    .to_json_bytes()
+            })
+        });
+        group.bench_with_input(
+            BenchmarkId::new("serde_json_roundtrip", &name),
+            &doc,
+            |b, doc| {
                 b.iter(|| {
-                    normfuzz::reference::coerce::coerce_json(black_box(doc))
-                        .expect("valid")
-                        .to_json_bytes()
+                    let value: serde_json::Value =
+                        serde_json::from_str(black_box(doc)).expect("valid");
+                    serde_json::to_vec(&value).expect("serializable")
                 })
-            });
-            group.bench_with_input(
-                BenchmarkId::new("serde_json_roundtrip", size),
-                &doc,
-                |b, doc| {
-                    b.iter(|| {
-                        let value: serde_json::Value =
-                            serde_json::from_str(black_box(doc)).expect("valid");
-                        serde_json::to_vec(&value).expect("serializable")
-                    })
-                },
-            );
-        }
-        group.finish();
+            },
+        );
     }
+    group.finish();
 }
 
 fn neutralizer(c: &mut Criterion) {

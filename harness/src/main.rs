@@ -80,6 +80,15 @@ enum Command {
     /// Ends with `N passed, N failed`; exits 0 when every finding is in the baseline and no
     /// baseline entry is stale, 1 otherwise, 2 on a setup error.
     E2e(normfuzz::runner::e2e::driver::E2eArgs),
+    /// Time a real runtime's own tool-result coercion on the benchmark documents (installed on
+    /// first use, as for e2e); `cargo xtask bench --anchor` prints it next to the reference.
+    ///
+    /// Prints one JSON line per document: {"name","bytes","ns"} (best of --runs).
+    BenchAnchor(cli::bench_anchor::BenchAnchorArgs),
+    /// Speed gate: the reference's coercion of each text benchmark document against a
+    /// serde_json Value round trip, interleaved; exits 1 when a median ratio is under
+    /// --min-ratio.
+    BenchCheck(cli::bench_check::BenchCheckArgs),
     /// One sandboxed e2e turn (run by `e2e` inside its namespaces; not for direct use).
     #[command(hide = true)]
     E2eTurn(cli::e2e::E2eTurnArgs),
@@ -112,5 +121,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::FuzzReport(args) => cli::fuzz_report::run(args),
         Command::E2e(args) => cli::e2e::run(args),
         Command::E2eTurn(args) => cli::e2e::turn(args),
+        Command::BenchAnchor(args) => cli::bench_anchor::run(args),
+        Command::BenchCheck(args) => cli::bench_check::run(args),
     }
 }

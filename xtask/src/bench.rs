@@ -1,52 +1,181 @@
-//! `cargo xtask bench`: criterion benchmarks and campaign throughput, printed as the ratios README quotes.
+//! `cargo xtask bench`: criterion benchmarks and campaign throughput, printed as the ratios README
+//! quotes; with `--anchor <runtime>`, that runtime's own coercion timed on the same documents in
+//! the same run (`normfuzz bench-anchor`), and one table of all three.
 
-use std::path::Path;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
-use crate::{build_normfuzz, cargo, step};
+use crate::{build_normfuzz, cargo, fs::write_atomic, step, target_dir};
 
-pub fn bench(root: &Path) -> Result<()> {
+/// Criterion settings short enough for a shared 2-core machine (about 2 minutes in all).
+const CRITERION_ARGS: [&str; 4] = ["--warm-up-time", "1", "--measurement-time", "3"];
+
+pub fn bench(root: &Path, anchor: Option<&str>) -> Result<()> {
+    let normfuzz = build_normfuzz(root)?;
+    // The anchor first: a missing runtime or a script error shows before criterion's minutes.
+    let anchor = anchor
+        .map(|name| run_anchor(root, &normfuzz, name).map(|rows| (name, rows)))
+        .transpose()?;
     step("cargo bench", {
-        let mut cmd = cargo(root, &["bench", "-p", "normfuzz", "--bench", "reference"]);
-        cmd.env("CARGO_TERM_COLOR", "never");
+        let mut cmd = cargo(
+            root,
+            &["bench", "-p", "normfuzz", "--bench", "reference", "--"],
+        );
+        cmd.args(CRITERION_ARGS).env("CARGO_TERM_COLOR", "never");
         cmd
     })?;
-    let criterion = root.join("target/criterion");
+    let criterion = target_dir(root).join("criterion");
+    if let Some((name, rows)) = anchor {
+        let table = anchor_table(&criterion, name, &rows)?;
+        println!("\n{table}");
+        let path = target_dir(root).join(format!("bench-anchor/{name}.md"));
+        write_atomic(&path, table.as_bytes())?;
+        println!("(written to {})", path.display());
+    }
     println!("\nratios (reference time / baseline time; below 1 means faster than the baseline):");
     for (group, baseline) in [
-        ("coerce_text", "serde_json_roundtrip"),
-        ("coerce_image", "serde_json_roundtrip"),
+        ("coerce", "serde_json_roundtrip"),
         ("neutralize", "memmem_scan"),
         ("neutralize", "memchr_colon_scan"),
     ] {
-        let dir = criterion.join(group).join("reference");
-        let mut params: Vec<String> = std::fs::read_dir(&dir)
-            .with_context(|| format!("no results in {}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
-            .filter(|p| p != "report")
-            .collect();
-        params.sort_by_key(|p| p.parse::<u64>().unwrap_or(u64::MAX));
-        for param in params {
-            let ours = mean_ns(&dir.join(&param))?;
-            let theirs = mean_ns(&criterion.join(group).join(baseline).join(&param))?;
+        for param in params(&criterion.join(group).join("reference"))? {
+            let ours = best_ns(&criterion.join(group).join("reference").join(&param))?;
+            let theirs = best_ns(&criterion.join(group).join(baseline).join(&param))?;
             println!(
-                "  {group:<13} {param:>20}: {:.2}x {baseline} ({:.1} vs {:.1} µs)",
+                "  {group:<10} {param:>22}: {:.2}x {baseline} ({:.1} vs {:.1} µs)",
                 ours / theirs,
                 ours / 1e3,
                 theirs / 1e3
             );
         }
     }
-    campaign_throughput(root)?;
+    campaign_throughput(root, &normfuzz)?;
     Ok(())
+}
+
+/// One document as the anchor's script reports it.
+struct AnchorRow {
+    name: String,
+    bytes: f64,
+    ns: f64,
+}
+
+/// Installs the anchor runtime (the e2e cache) and times its coercion on the bench documents.
+fn run_anchor(root: &Path, normfuzz: &Path, name: &str) -> Result<Vec<AnchorRow>> {
+    let runtimes = root.join("harness/runtimes");
+    let script = runtimes.join(format!("{name}.bench.mjs"));
+    if !script.is_file() {
+        bail!("no anchor script {} for runtime {name}", script.display());
+    }
+    eprintln!("==> normfuzz bench-anchor ({name})");
+    let output = Command::new(normfuzz)
+        .arg("bench-anchor")
+        .arg("--adapter")
+        .arg(runtimes.join(format!("{name}.toml")))
+        .arg("--script")
+        .arg(&script)
+        .arg("--docs")
+        .arg(target_dir(root).join("bench-anchor/docs"))
+        .stderr(Stdio::inherit())
+        .output()
+        .context("cannot run normfuzz bench-anchor")?;
+    if !output.status.success() {
+        bail!("normfuzz bench-anchor failed ({})", output.status);
+    }
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .with_context(|| format!("bench-anchor printed {line:?}"))?;
+            Ok(AnchorRow {
+                name: v["name"].as_str().context("no name")?.to_string(),
+                bytes: v["bytes"].as_f64().context("no bytes")?,
+                ns: v["ns"].as_f64().context("no ns")?,
+            })
+        })
+        .collect()
+}
+
+/// The table README quotes: MB/s of each side on each document, and the reference's ratios.
+fn anchor_table(criterion: &Path, name: &str, rows: &[AnchorRow]) -> Result<String> {
+    let group = criterion.join("coerce");
+    let mut table = format!(
+        "| document | normfuzz coerce + serialize | serde_json `Value` round trip | {name} (Node: parse, coerce, stringify) | ÷ round trip | ÷ {name} |\n\
+         |---|---:|---:|---:|---:|---:|\n"
+    );
+    let mbps = |bytes: f64, ns: f64| bytes * 1e3 / ns;
+    for row in rows {
+        let ours = mbps(
+            row.bytes,
+            best_ns(&group.join("reference").join(&row.name))?,
+        );
+        let serde = mbps(
+            row.bytes,
+            best_ns(&group.join("serde_json_roundtrip").join(&row.name))?,
+        );
+        let theirs = mbps(row.bytes, row.ns);
+        writeln!(
+            table,
+            "| {} | {} | {} | {} | {:.2}x | {:.1}x |",
+            row.name,
+            rate(ours),
+            rate(serde),
+            rate(theirs),
+            ours / serde,
+            ours / theirs
+        )?;
+    }
+    table.push_str(
+        "\nMB/s of input JSON, best criterion sample (normfuzz, serde_json) and best of 5 \
+         in-process runs (the anchor), one run of `cargo xtask bench --anchor ",
+    );
+    writeln!(table, "{name}`.")?;
+    Ok(table)
+}
+
+fn rate(mb_per_s: f64) -> String {
+    if mb_per_s >= 1000.0 {
+        format!("{:.1} GB/s", mb_per_s / 1000.0)
+    } else {
+        format!("{mb_per_s:.0} MB/s")
+    }
+}
+
+/// The benchmark parameters criterion stored under `dir`, in a stable order.
+fn params(dir: &Path) -> Result<Vec<String>> {
+    let mut params: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("no results in {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.file_name().to_string_lossy().into_owned()))
+        .filter(|p| p != "report")
+        .collect();
+    params.sort();
+    Ok(params)
+}
+
+/// Time of one iteration in the fastest sample: like the anchor's best run, the figure least
+/// disturbed by whatever else shares the machine.
+fn best_ns(dir: &Path) -> Result<f64> {
+    let path = dir.join("new/sample.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let value: serde_json::Value = serde_json::from_str(&text)?;
+    let (Some(iters), Some(times)) = (value["iters"].as_array(), value["times"].as_array()) else {
+        bail!("no samples in {}", path.display());
+    };
+    iters
+        .iter()
+        .zip(times)
+        .filter_map(|(n, t)| Some(t.as_f64()? / n.as_f64()?))
+        .min_by(f64::total_cmp)
+        .with_context(|| format!("no samples in {}", path.display()))
 }
 
 /// Cases per second through the whole runner (generate, SUT, reference, judge), in process and
 /// through a pipelined `serve-reference` subprocess, for a simple op and for all ops.
-fn campaign_throughput(root: &Path) -> Result<()> {
-    let normfuzz = build_normfuzz(root)?;
+fn campaign_throughput(root: &Path, normfuzz: &PathBuf) -> Result<()> {
     let serve = format!("{} serve-reference", normfuzz.display());
     println!("\ncampaign throughput (cases/s, seed 1):");
     for (label, sut, ops, jobs) in [
@@ -70,10 +199,10 @@ fn campaign_throughput(root: &Path) -> Result<()> {
         ),
         ("subprocess, all ops, 2 jobs", serve.as_str(), None, "2"),
     ] {
-        let report = root
-            .join("target/bench-reports")
+        let report = target_dir(root)
+            .join("bench-reports")
             .join(label.replace([',', ' '], "_"));
-        let mut cmd = Command::new(&normfuzz);
+        let mut cmd = Command::new(normfuzz);
         cmd.args([
             "conform", "--sut", sut, "--jobs", jobs, "--cases", "100000", "--report",
         ])
@@ -98,14 +227,4 @@ fn campaign_throughput(root: &Path) -> Result<()> {
         );
     }
     Ok(())
-}
-
-fn mean_ns(dir: &Path) -> Result<f64> {
-    let path = dir.join("new/estimates.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let value: serde_json::Value = serde_json::from_str(&text)?;
-    value["mean"]["point_estimate"]
-        .as_f64()
-        .with_context(|| format!("no mean in {}", path.display()))
 }

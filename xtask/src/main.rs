@@ -35,7 +35,12 @@ enum Task {
     /// Ends with a line `N passed, N failed` summing every test binary.
     Ci,
     /// Run the criterion benchmarks and print the speed ratios README quotes.
-    Bench,
+    Bench {
+        /// Also time this runtime's own coercion (`harness/runtimes/<ANCHOR>.bench.mjs`, the
+        /// runtime installed as for e2e) on the same documents, and print one table of all.
+        #[arg(long)]
+        anchor: Option<String>,
+    },
     /// Build normfuzz in release mode and run `normfuzz conform` with these arguments.
     ///
     /// Without `--sut`, the SUT is the reference itself over the subprocess path
@@ -149,7 +154,7 @@ impl Task {
         let root = workspace_root();
         match self {
             Task::Ci => ci::ci(&root),
-            Task::Bench => bench::bench(&root),
+            Task::Bench { anchor } => bench::bench(&root, anchor.as_deref()),
             Task::Conform { args } => {
                 let normfuzz = build_normfuzz(&root)?;
                 let status = Command::new(&normfuzz)
@@ -274,7 +279,12 @@ pub(crate) fn build_normfuzz(root: &Path) -> Result<PathBuf> {
         "cargo build --release -p normfuzz",
         cargo(root, &["build", "--release", "-p", "normfuzz", "--quiet"]),
     )?;
-    Ok(root.join("target/release/normfuzz"))
+    Ok(target_dir(root).join("release/normfuzz"))
+}
+
+/// Cargo's target folder: `$CARGO_TARGET_DIR`, else `target/` in the workspace.
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
 }
 
 /// Fills in the defaults `cargo xtask conform` promises.

@@ -1,6 +1,8 @@
 //! One module per subcommand of the `normfuzz` binary: its arguments and what it does.
 //! `main.rs` holds the command line itself and dispatches here.
 
+pub mod bench_anchor;
+pub mod bench_check;
 pub mod check_url;
 pub mod coerce;
 pub mod conform;

@@ -23,6 +23,14 @@ pub fn default_cache_root() -> PathBuf {
     base.join("normfuzz")
 }
 
+/// The install folder of `adapter` under a cache root (default: [`default_cache_root`]).
+pub fn runtime_dir(adapter: &Adapter, cache_root: Option<PathBuf>) -> PathBuf {
+    cache_root
+        .unwrap_or_else(default_cache_root)
+        .join("runtimes")
+        .join(format!("{}-{}", adapter.name, adapter.version))
+}
+
 /// PATH for the runtime: the adapter's folders first, then the caller's.
 pub fn runtime_path(adapter: &Adapter, cache: &Path) -> Result<String> {
     let vars = std::collections::BTreeMap::from([("cache", cache.display().to_string())]);
