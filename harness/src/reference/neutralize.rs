@@ -67,7 +67,12 @@ pub fn is_ignorable(c: char) -> bool {
 /// A character a renderer hides, counted wherever it stands in `MEDIA:` (S1): an ignorable, or a
 /// control character (C0, DEL, C1) that does not end a line. Renderers hide controls and
 /// sanitizers strip them, so `ME\x01DIA:` becomes a directive one step later.
+#[inline]
 pub fn is_hidden(c: char) -> bool {
+    // ASCII first (no ignorable is ASCII): the backward check asks this of every letter.
+    if c.is_ascii() {
+        return c.is_ascii_control() && !is_line_terminator(c);
+    }
     is_ignorable(c) || (c.is_control() && !is_line_terminator(c))
 }
 
@@ -93,6 +98,7 @@ pub fn is_colon_like(c: char) -> bool {
 /// mathematical, modifier, circled, squared and Roman-numeral letters; Python's
 /// `"ı".upper() == "I"`; mathematical dotless ı, NFKC to `ı` and then upper case to `I`).
 /// Non-ASCII forms come from [`LETTER_FORMS`], so no normalization runs on the hot path.
+#[inline]
 pub fn reads_as_letter(c: char, target: char) -> bool {
     debug_assert!(target.is_ascii_uppercase());
     if c.is_ascii() {
@@ -306,7 +312,17 @@ const WORD: [char; 5] = ['A', 'I', 'D', 'E', 'M'];
 fn directive_start(text: &str, colon: usize) -> Option<usize> {
     let mut matched = 0;
     let mut start = None;
-    for (i, c) in text[..colon].char_indices().rev() {
+    // The common spelling, ASCII `media` in any case, matches the five letters at once (what the
+    // loop below would conclude one character at a time); blanks before it are the loop's.
+    let mut before = colon;
+    if colon >= WORD.len()
+        && text.as_bytes()[colon - WORD.len()..colon].eq_ignore_ascii_case(b"MEDIA")
+    {
+        matched = WORD.len();
+        before = colon - WORD.len();
+        start = Some(before);
+    }
+    for (i, c) in text[..before].char_indices().rev() {
         if matched < WORD.len() {
             if is_hidden(c) {
                 continue;
@@ -462,11 +478,12 @@ pub fn directive_spans(text: &str) -> impl Iterator<Item = std::ops::Range<usize
 
 /// Neutralizes every directive line of `text` (D1). Borrowed when there is nothing to change.
 pub fn neutralize(text: &str) -> Cow<'_, str> {
-    let mut starts = directive_starts(text).peekable();
-    if starts.peek().is_none() {
+    // Collected first so the output is allocated once at its final size.
+    let starts: Vec<usize> = directive_starts(text).collect();
+    if starts.is_empty() {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() + 2 * MARKER.len());
+    let mut out = String::with_capacity(text.len() + starts.len() * MARKER.len());
     let mut copied = 0;
     for start in starts {
         out.push_str(&text[copied..start]);
