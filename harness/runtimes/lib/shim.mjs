@@ -34,17 +34,20 @@ export function errorText(err) {
  */
 export function serve(name, handlers) {
   process.stdout.write(`${JSON.stringify({ normfuzz: 1, name, ops: Object.keys(handlers) })}\n`);
-  let pending = Buffer.alloc(0);
+  // The pieces of the line being read: joined once at its "\n" (a multi-megabyte request
+  // arrives in many chunks), then decoded, so a character split across chunks stays whole.
+  let partial = [];
   let queue = Promise.resolve();
   process.stdin.on("data", (chunk) => {
-    pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
     const lines = [];
     let start = 0;
-    for (let nl = pending.indexOf(10, start); nl !== -1; nl = pending.indexOf(10, start)) {
-      lines.push(pending.subarray(start, nl).toString("utf8"));
+    for (let nl = chunk.indexOf(10); nl !== -1; nl = chunk.indexOf(10, start)) {
+      partial.push(chunk.subarray(start, nl));
+      lines.push(Buffer.concat(partial).toString("utf8"));
+      partial = [];
       start = nl + 1;
     }
-    pending = pending.subarray(start);
+    if (start < chunk.length) partial.push(chunk.subarray(start));
     if (lines.length === 0) return;
     queue = queue.then(async () => {
       const out = [];
@@ -55,7 +58,9 @@ export function serve(name, handlers) {
       process.stdout.write(out.join(""));
     });
   });
-  process.stdin.on("end", () => queue.then(() => process.exit(0)));
+  // Writes to a pipe are asynchronous: exit only once the last answer has been handed over
+  // (an MCP client may hold timers that would otherwise keep the process alive).
+  process.stdin.on("end", () => queue.then(() => process.stdout.write("", () => process.exit(0))));
 }
 
 async function answer(line, handlers) {
