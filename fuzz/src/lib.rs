@@ -88,7 +88,7 @@ pub fn coerce_bytes(data: &[u8]) {
             .unwrap_or_else(|e| panic!("reference refused its own output: {e}"));
         assert_eq!(again, output, "B2: coercion output is not a fixed point");
         assert_no_gate(Op::CoerceToolResult, &input, output);
-        nesting::dismantle(input);
+        normfuzz::protocol::json::drop_value(input);
         return;
     }
     let Ok(input) = std::str::from_utf8(data) else {

@@ -96,7 +96,18 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    // A finding's minimal input may be as deep as a generated one; reports serialize and drop
+    // it the ordinary, recursive way, so the command runs on a stack sized for that depth.
+    let outcome = std::thread::Builder::new()
+        .name("normfuzz".into())
+        .stack_size(normfuzz::generate::corners::nesting::JOB_STACK)
+        .spawn(move || run(cli.command))
+        .map_err(anyhow::Error::from)
+        .and_then(|main| {
+            main.join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+        });
+    match outcome {
         Ok(code) => code,
         Err(err) => {
             eprintln!("normfuzz: error: {err:#}");

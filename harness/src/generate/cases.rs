@@ -333,7 +333,7 @@ mod tests {
     use proptest::test_runner::TestRunner;
 
     use super::*;
-    use crate::generate::corners::nesting::{depth_of, dismantle};
+    use crate::protocol::json::{depth, drop_value};
 
     /// `n` inputs of `op` as a campaign draws them (deterministic).
     fn sample(op: Op, n: usize) -> Vec<Value> {
@@ -353,10 +353,21 @@ mod tests {
         serde_json::to_string(v).unwrap_or_default()
     }
 
+    /// Runs `test` on a campaign job's stack: sampled tool results are cloned, serialized and
+    /// dropped the ordinary way, at up to `MAX_NESTING` levels.
+    fn on_job_stack(test: impl FnOnce() + Send + 'static) {
+        std::thread::Builder::new()
+            .stack_size(crate::generate::corners::nesting::JOB_STACK)
+            .spawn(test)
+            .expect("a thread")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    }
+
     #[test]
     fn streams_are_cut_inside_directives_and_line_ends() {
         let (mut inside_word, mut inside_crlf, mut empty, mut split_off_final) = (0, 0, 0, 0);
-        for input in sample(Op::NormalizeStream, 2000) {
+        for input in sample(Op::NormalizeStream, 5000) {
             let chunks: Vec<&str> = input["chunks"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
@@ -395,61 +406,65 @@ mod tests {
 
     #[test]
     fn directive_disguises_reach_every_text_op() {
-        for (op, n) in [
-            (Op::NeutralizeText, 1000),
-            (Op::ParseReply, 1000),
-            (Op::NormalizeStream, 1000),
-            (Op::CoerceToolResult, 3000),
-        ] {
-            let all: String = sample(op, n).iter().map(strings).collect();
-            for needle in [
-                r"\u0001MEDIA:",
-                "\u{7f}",
-                "\u{9f}",
-                "\u{2028}",
-                "\u{85}",
-                r"\r\n",
-                "ＭＥＤＩＡ",
-                "\u{200b}",
-                "ı",
-                "：",
+        on_job_stack(|| {
+            for (op, n) in [
+                (Op::NeutralizeText, 1000),
+                (Op::ParseReply, 1000),
+                (Op::NormalizeStream, 1000),
+                (Op::CoerceToolResult, 3000),
             ] {
-                assert!(all.contains(needle), "{op:?} never has {needle:?}");
+                let all: String = sample(op, n).iter().map(strings).collect();
+                for needle in [
+                    r"\u0001MEDIA:",
+                    "\u{7f}",
+                    "\u{9f}",
+                    "\u{2028}",
+                    "\u{85}",
+                    r"\r\n",
+                    "ＭＥＤＩＡ",
+                    "\u{200b}",
+                    "ı",
+                    "：",
+                ] {
+                    assert!(all.contains(needle), "{op:?} never has {needle:?}");
+                }
+                // A control character hidden inside the word.
+                let hidden_inside = [
+                    "ME\\u0001",
+                    "MED\\u0001",
+                    "MEDI\\u0001",
+                    "M\\u0001",
+                    "MEDIA\\u0001",
+                ];
+                assert!(
+                    hidden_inside.iter().any(|h| all.contains(h)),
+                    "{op:?}: no control inside MEDIA"
+                );
             }
-            // A control character hidden inside the word.
-            let hidden_inside = [
-                "ME\\u0001",
-                "MED\\u0001",
-                "MEDI\\u0001",
-                "M\\u0001",
-                "MEDIA\\u0001",
-            ];
-            assert!(
-                hidden_inside.iter().any(|h| all.contains(h)),
-                "{op:?}: no control inside MEDIA"
-            );
-        }
+        });
     }
 
     #[test]
     fn coercion_reaches_depth_limits_and_directive_fields() {
-        let mut deepest = 0;
-        let (mut c6, mut pixels, mut big) = (0, 0, 0);
-        for input in sample(Op::CoerceToolResult, 6000) {
-            deepest = deepest.max(depth_of(&input));
-            let text = strings(&input);
-            let len = text.len();
-            big += usize::from(len > 5_000_000);
-            if len < 20_000 {
-                c6 += usize::from(text.contains("lorem ipsum"));
-                pixels += usize::from(text.contains("\"data\":\"iVBORw0KGgoAAAANSUhEUgAAH0"));
+        on_job_stack(|| {
+            let mut deepest = 0;
+            let (mut c6, mut pixels, mut big) = (0, 0, 0);
+            for input in sample(Op::CoerceToolResult, 6000) {
+                deepest = deepest.max(depth(&input));
+                let text = strings(&input);
+                let len = text.len();
+                big += usize::from(len > 5_000_000);
+                if len < 20_000 {
+                    c6 += usize::from(text.contains("lorem ipsum"));
+                    pixels += usize::from(text.contains("\"data\":\"iVBORw0KGgoAAAANSUhEUgAAH0"));
+                }
+                drop_value(input);
             }
-            dismantle(input);
-        }
-        assert!(deepest >= 1000, "deepest {deepest}");
-        assert!(c6 >= 50, "{c6} limit blocks");
-        assert!(pixels >= 1, "no 8000-pixel PNG");
-        assert!((1..=40).contains(&big), "{big} multi-megabyte images");
+            assert!(deepest >= 1000, "deepest {deepest}");
+            assert!(c6 >= 50, "{c6} limit blocks");
+            assert!(pixels >= 1, "no 8000-pixel PNG");
+            assert!((1..=40).contains(&big), "{big} multi-megabyte images");
+        });
     }
 
     #[test]

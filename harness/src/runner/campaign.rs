@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 
-use anyhow::Result;
+use anyhow::{Context as _, Result};
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
@@ -208,13 +208,18 @@ pub fn run<S: Sut>(
             .map(|(job, sut)| {
                 let shared = &shared;
                 let running = running.clone();
-                scope.spawn(move || {
-                    let _running = running;
-                    let first = campaign.shard.index * campaign.jobs.max(1) as u64;
-                    job_loop(shared, first + job as u64, sut)
-                })
+                // Generated inputs are cloned, shrunk and dropped the ordinary, recursive way.
+                std::thread::Builder::new()
+                    .name(format!("campaign job {job}"))
+                    .stack_size(crate::generate::corners::nesting::JOB_STACK)
+                    .spawn_scoped(scope, move || {
+                        let _running = running;
+                        let first = campaign.shard.index * campaign.jobs.max(1) as u64;
+                        job_loop(shared, first + job as u64, sut)
+                    })
             })
-            .collect();
+            .collect::<std::io::Result<Vec<_>>>()
+            .context("cannot start a campaign job")?;
         drop(running);
         let timeline = sample_until_done(&shared, started, &all_done);
         for handle in handles {

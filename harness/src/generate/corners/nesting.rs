@@ -3,7 +3,8 @@
 //! value is as likely as a shallow one without every value being deep.
 //!
 //! Values are built iteratively; dropping or serializing one recursively is the consumer's
-//! risk (and the point of the corner). [`depth_of`] and [`dismantle`] walk without recursion.
+//! risk (and the point of the corner). `protocol::json::{depth, drop_value}` walk them without
+//! recursion.
 
 use serde_json::{Map, Value, json};
 
@@ -11,10 +12,16 @@ use super::{Choices, between, pick};
 use crate::generate::sample_images::tiny_base64;
 use crate::reference::image::ImageFormat;
 
-/// Deepest nesting generated. The goal is 100,000; it stays at 10,000 while a campaign job
-/// (2 MiB stack) still drops its generated inputs recursively, which overflows at about 20,000
-/// levels (30,000 for arrays alone). Raise it once every stage is depth-safe.
-pub const MAX_NESTING: usize = 10_000;
+/// Deepest nesting generated. Every stage that handles a generated input takes it: the
+/// reference and the protocol writer without recursion, a campaign job on a stack sized for it
+/// ([`JOB_STACK`]), and the judges and a fuzz target's checks on libFuzzer's 8 MiB main thread
+/// (tested below).
+pub const MAX_NESTING: usize = 100_000;
+
+/// Stack for a thread that clones, drops or serializes generated inputs the ordinary (recursive)
+/// way: serde_json and proptest take a few hundred bytes per level; 2 KiB each leaves room.
+/// Reserved, not committed: only the pages a deep value touches are used.
+pub const JOB_STACK: usize = MAX_NESTING * 2048 + (8 << 20);
 
 /// How each level wraps the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,37 +210,11 @@ pub fn nested_result_within(c: &mut dyn Choices, max: usize) -> (Place, usize, V
     (place, d, result)
 }
 
-/// Arrays and objects on the deepest path of `v`, counted without recursion.
-pub fn depth_of(v: &Value) -> usize {
-    let mut deepest = 0;
-    let mut stack = vec![(v, 0usize)];
-    while let Some((v, d)) = stack.pop() {
-        match v {
-            Value::Array(items) => stack.extend(items.iter().map(|i| (i, d + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|i| (i, d + 1))),
-            _ => {}
-        }
-        deepest = deepest.max(d + usize::from(v.is_array() || v.is_object()));
-    }
-    deepest
-}
-
-/// Drops `v` without recursion (a deep value dropped the ordinary way recurses once per level).
-pub fn dismantle(v: Value) {
-    let mut stack = vec![v];
-    while let Some(v) = stack.pop() {
-        match v {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.into_iter().map(|(_, v)| v)),
-            _ => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::testing::sample;
     use super::*;
+    use crate::protocol::json::{depth as json_depth, drop_value};
 
     #[test]
     fn depths_are_log_uniform_up_to_the_maximum() {
@@ -263,20 +244,57 @@ mod tests {
             assert!(results.iter().any(|(p, _, _)| *p == place), "{place:?}");
         }
         for (_, d, v) in results {
-            assert!(depth_of(&v) >= d, "{v}");
+            assert!(json_depth(&v) >= d, "{v}");
         }
         for shape in Shape::ALL {
             let v = nest(3, shape, json!(1));
-            assert_eq!(depth_of(&v), 3);
+            assert_eq!(json_depth(&v), 3);
         }
+    }
+
+    /// The deepest values of every place and shape through the reference and the judges on an
+    /// 8 MiB stack, as a fuzz target runs them on libFuzzer's main thread.
+    #[test]
+    fn the_deepest_values_pass_the_reference_and_the_judges_on_an_8_mib_stack() {
+        use crate::generate::corners::Tape;
+        use crate::protocol::{Answer, Op};
+        std::thread::Builder::new()
+            .stack_size(8 << 20)
+            .spawn(|| {
+                for place in 0..Place::ALL.len() as u16 {
+                    for shape in 0..Shape::ALL.len() as u16 {
+                        // The place, the top decade, MAX_NESTING - 10,001 as two draws, the shape.
+                        let top = (MAX_NESTING - 10_001) as u32;
+                        let tape = [place, 5, (top >> 16) as u16, top as u16, shape, 0];
+                        let (_, d, input) =
+                            nested_result_within(&mut Tape::new(&tape), MAX_NESTING);
+                        assert_eq!(d, MAX_NESTING);
+                        let answer = match crate::reference::call(Op::CoerceToolResult, &input) {
+                            Ok(output) => Answer::Output(output),
+                            Err(message) => Answer::Refused(message),
+                        };
+                        let verdict = crate::oracle::judge::judge(
+                            Op::CoerceToolResult,
+                            &input,
+                            &answer,
+                            &answer,
+                        );
+                        assert!(verdict.iter().all(|v| !v.gate), "{verdict:?}");
+                        drop_value(input);
+                    }
+                }
+            })
+            .expect("thread")
+            .join()
+            .expect("no stack overflow, no gate failure");
     }
 
     #[test]
     fn the_deepest_value_is_built_and_dropped_without_recursion() {
         for shape in [Shape::Array, Shape::Alternating] {
             let v = nest(MAX_NESTING, shape, json!(1));
-            assert_eq!(depth_of(&v), MAX_NESTING);
-            dismantle(v);
+            assert_eq!(json_depth(&v), MAX_NESTING);
+            drop_value(v);
         }
     }
 }
