@@ -49,6 +49,19 @@ pub fn ensure(adapter: &Adapter, cache: &Path) -> Result<String> {
         "steps": adapter.install.iter().map(|s| serde_json::json!({
             "dir": s.dir, "package": s.package, "npmArgs": s.npm_args})).collect::<Vec<_>>(),
     });
+    // One installer at a time per runtime (two runs started together, a matrix next to an
+    // e2e run): the others wait for it here, then find the marker. The lock file lives beside
+    // the install folder, which an install clears.
+    let parent = cache.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let mut lock_path = cache.as_os_str().to_owned();
+    lock_path.push(".lock");
+    let lock_path = PathBuf::from(lock_path);
+    let lock = std::fs::File::create(&lock_path)
+        .with_context(|| format!("cannot create {}", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let installed = std::fs::read(&marker)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
@@ -56,6 +69,7 @@ pub fn ensure(adapter: &Adapter, cache: &Path) -> Result<String> {
         install(adapter, cache)?;
         write_atomic(&marker, format!("{want:#}\n").as_bytes())?;
     }
+    drop(lock);
     version(adapter, cache)
 }
 
