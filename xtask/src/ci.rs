@@ -71,6 +71,19 @@ pub fn ci(root: &Path) -> Result<()> {
             failed += 1;
         }
     }
+    // Speed, as a ratio measured in one process (never an absolute time): the reference's text
+    // coercion must stay at 0.8x a serde_json round trip or better (about 5 s).
+    eprintln!("==> bench-check: text coercion against a serde_json round trip");
+    let status = Command::new(&normfuzz)
+        .arg("bench-check")
+        .status()
+        .context("cannot run normfuzz bench-check")?;
+    if status.success() {
+        passed += 1;
+    } else {
+        eprintln!("xtask: bench-check: exit {status}");
+        failed += 1;
+    }
     // The default gate against every single-bug mutant: each must fail it within 10 s, and the
     // faithful variant (stricter where the spec allows) must pass a 60 s campaign.
     eprintln!("==> mutants: the default gate kills every variant");
@@ -175,24 +188,6 @@ fn count(summary: &str, label: &str) -> u64 {
         .unwrap_or(0)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn counts_libtest_summaries() {
-        let ok =
-            "ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s";
-        assert_eq!(
-            (super::count(ok, " passed"), super::count(ok, " failed")),
-            (12, 0)
-        );
-        let bad = "FAILED. 3 passed; 2 failed; 0 ignored";
-        assert_eq!(
-            (super::count(bad, " passed"), super::count(bad, " failed")),
-            (3, 2)
-        );
-    }
-}
-
 /// Cases per second a Node `readline` shim over `serve-reference` (harness/tests/suts/
 /// readline_reference.mjs) sustains for 8 s on the Node the openclaw adapter installs; fails on
 /// any finding (strict: a split request is a protocol fault or a divergence) and under 2,000
@@ -249,4 +244,22 @@ fn readline_shim(root: &Path, normfuzz: &Path, report: &Path) -> Result<f64> {
         bail!("{rate:.0} cases/s through the readline shim, under 2,000");
     }
     Ok(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_libtest_summaries() {
+        let ok =
+            "ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s";
+        assert_eq!(
+            (super::count(ok, " passed"), super::count(ok, " failed")),
+            (12, 0)
+        );
+        let bad = "FAILED. 3 passed; 2 failed; 0 ignored";
+        assert_eq!(
+            (super::count(bad, " passed"), super::count(bad, " failed")),
+            (3, 2)
+        );
+    }
 }

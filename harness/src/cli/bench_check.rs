@@ -9,8 +9,9 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use normfuzz::generate::bench_docs::coercion_docs;
+use normfuzz::generate::bench_docs::{PROSE, coercion_docs};
 use normfuzz::reference::coerce::coerce_json;
+use normfuzz::reference::neutralize::neutralize;
 
 #[derive(clap::Args)]
 pub struct BenchCheckArgs {
@@ -19,7 +20,7 @@ pub struct BenchCheckArgs {
     #[arg(long, default_value_t = 0.8)]
     min_ratio: f64,
     /// Interleaved rounds per document; the median ratio counts.
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 21)]
     rounds: usize,
     /// Documents whose name starts with this prefix.
     #[arg(long, default_value = "text_")]
@@ -33,19 +34,23 @@ pub fn run(args: BenchCheckArgs) -> Result<ExitCode> {
         .filter(|d| d.name.starts_with(&args.only))
     {
         let json = doc.json.as_str();
-        let ours = || coerce_json(black_box(json)).expect("valid").to_json_bytes();
-        let theirs = || {
-            let value: serde_json::Value = serde_json::from_str(black_box(json)).expect("valid");
-            serde_json::to_vec(&value).expect("serializable")
+        let measure = || {
+            ratios(
+                args.rounds,
+                || {
+                    let value: serde_json::Value =
+                        serde_json::from_str(black_box(json)).expect("valid");
+                    serde_json::to_vec(&value).expect("serializable")
+                },
+                || coerce_json(black_box(json)).expect("valid").to_json_bytes(),
+            )
         };
-        // Iterations per timed slice: about 10 ms of the round trip, measured once warm.
-        theirs();
-        let once = time(1, &theirs);
-        let iters = (Duration::from_millis(10).as_secs_f64() / once.as_secs_f64()).ceil() as u32;
-        let mut ratios: Vec<f64> = (0..args.rounds)
-            .map(|_| time(iters, &theirs).as_secs_f64() / time(iters, &ours).as_secs_f64())
-            .collect();
-        ratios.sort_by(f64::total_cmp);
+        // A median under the gate is measured once more: a burst of load on a shared machine
+        // fails one measurement, a regression fails both.
+        let mut ratios = measure();
+        if ratios[ratios.len() / 2] < args.min_ratio {
+            ratios = measure();
+        }
         let median = ratios[ratios.len() / 2];
         let ok = median >= args.min_ratio;
         failed += usize::from(!ok);
@@ -58,11 +63,35 @@ pub fn run(args: BenchCheckArgs) -> Result<ExitCode> {
             args.min_ratio
         );
     }
+    // Informational: the neutralizer against the literal search a naive defanger runs.
+    let prose = PROSE.repeat(1_000_000 / PROSE.len());
+    let ratios = ratios(
+        args.rounds,
+        || memchr::memmem::find_iter(black_box(prose.as_bytes()), b"MEDIA:").count(),
+        || neutralize(black_box(&prose)).len(),
+    );
+    println!(
+        "info neutralizer on 1 MB of colon-dense prose: {:.2}x the time of a memmem scan for MEDIA:",
+        1.0 / ratios[ratios.len() / 2]
+    );
     Ok(if failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// `rounds` ratios, sorted: the baseline's time over ours, each from one slice of each, back to
+/// back, of about 10 ms of the baseline.
+fn ratios<A, B>(rounds: usize, baseline: impl Fn() -> A, ours: impl Fn() -> B) -> Vec<f64> {
+    baseline();
+    let once = time(1, &baseline).as_secs_f64().max(1e-7);
+    let iters = (Duration::from_millis(10).as_secs_f64() / once).ceil() as u32;
+    let mut ratios: Vec<f64> = (0..rounds.max(1))
+        .map(|_| time(iters, &baseline).as_secs_f64() / time(iters, &ours).as_secs_f64())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios
 }
 
 fn time<T>(iters: u32, f: &impl Fn() -> T) -> Duration {
