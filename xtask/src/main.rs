@@ -81,6 +81,13 @@ enum Task {
         /// Parallel shim processes per runtime.
         #[arg(long, default_value_t = 1)]
         jobs: usize,
+        /// Run only shard K of N of each runtime's campaign (`normfuzz conform --shard`), into
+        /// `reports/matrix/shards/`; no table is written until `--merge`.
+        #[arg(long, value_name = "K/N", value_parser = matrix::parse_shard)]
+        shard: Option<(u64, u64)>,
+        /// Join each runtime's shard reports (`normfuzz merge-reports`) and write the table.
+        #[arg(long, conflicts_with = "shard")]
+        merge: bool,
     },
     /// Build the libFuzzer targets (`fuzz/`) with `.clusterfuzzlite/build.sh` and run them.
     ///
@@ -168,6 +175,8 @@ impl Task {
                 cases,
                 seed,
                 jobs,
+                shard,
+                merge,
             } => {
                 let normfuzz = build_normfuzz(&root)?;
                 let options = matrix::Options {
@@ -175,6 +184,8 @@ impl Task {
                     cases,
                     seed,
                     jobs,
+                    shard,
+                    merge,
                 };
                 std::process::exit(matrix::matrix(&root, &normfuzz, &options)?)
             }

@@ -68,8 +68,14 @@ async function answer(line, handlers) {
   try {
     req = JSON.parse(line);
   } catch (err) {
-    process.stderr.write(`unparsable request: ${errorText(err)}\n`);
-    process.exit(3);
+    // Deeper than V8's parser goes (a RangeError): the MCP SDK's transport, which parses with
+    // the same JSON.parse, drops such a message too. The id comes first in every request.
+    const id = /^\s*\{\s*"id"\s*:\s*(\d+)/.exec(line)?.[1];
+    if (!(err instanceof RangeError) || id === undefined) {
+      process.stderr.write(`unparsable request: ${errorText(err)}\n`);
+      process.exit(3);
+    }
+    return `{"id":${id},"error":"request nested too deeply to parse"}\n`;
   }
   try {
     const handler = handlers[req.op];

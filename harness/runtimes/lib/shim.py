@@ -7,11 +7,10 @@ split at U+0085, U+2028 and U+2029). Answers are ASCII JSON, so no character can
 
 import asyncio
 import json
+import re
 import sys
 
-# A nested result deeper than this is refused by the MCP SDK's own JSON parsing (pydantic-core's
-# recursion limit); Python's `json` needs more stack than its default to get that far.
-sys.setrecursionlimit(20_000)
+from pydantic_core import from_json as parse_json  # what the MCP SDK parses messages with
 
 
 class Refused(Exception):
@@ -55,7 +54,20 @@ def serve(name: str, handlers: dict) -> None:
             break
         if not line.strip():
             continue
-        req = json.loads(line)
+        try:
+            req = parse_json(line)
+        except ValueError as err:
+            # The MCP SDK reads each message with pydantic-core's parser
+            # (`JSONRPCMessage.model_validate_json` in mcp/client/stdio), which refuses nesting
+            # deeper than its recursion limit: the message is dropped and the call never
+            # returns. The request is read with the same parser, so the shim refuses it too.
+            match = re.match(rb'\s*\{\s*"id"\s*:\s*(\d+)', line)
+            if match is None or "recursion limit" not in str(err):
+                raise
+            answer = {"id": int(match.group(1)), "error": f"MCP SDK parser: {err}"}
+            out.write(json.dumps(answer) + "\n")
+            out.flush()
+            continue
         try:
             handler = handlers[req["op"]]
             answer = {"id": req["id"], "output": loop.run_until_complete(handler(req["input"]))}

@@ -48,6 +48,21 @@ pub struct Options {
     pub cases: u64,
     pub seed: u64,
     pub jobs: usize,
+    /// Run only shard K of N (1-based) of each campaign, into `reports/matrix/shards/`.
+    pub shard: Option<(u64, u64)>,
+    /// Instead of running, join each runtime's shard reports (`normfuzz merge-reports`).
+    pub merge: bool,
+}
+
+/// `K/N` with 1 <= K <= N.
+pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let parsed = text
+        .split_once('/')
+        .and_then(|(k, n)| Some((k.parse::<u64>().ok()?, n.parse::<u64>().ok()?)));
+    match parsed {
+        Some((k, n)) if (1..=n).contains(&k) => Ok((k, n)),
+        _ => Err(format!("a shard is K/N with 1 <= K <= N, not {text:?}")),
+    }
 }
 
 /// Runs the matrix with the `normfuzz` binary; returns the exit code: 0 when every finding is
@@ -59,8 +74,18 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
     let mut rows = Vec::new();
     for (dir, runtime) in &runtimes {
         let baseline = Baseline::load(&dir.join(&runtime.baseline))?;
-        let report = out.join(format!("{}-{}", runtime.name, runtime.version));
-        let row = match run_one(normfuzz, dir, runtime, &cache, &report, options) {
+        let slug = format!("{}-{}", runtime.name, runtime.version);
+        let shards = out.join("shards").join(&slug);
+        let report = match options.shard {
+            Some((k, n)) => shards.join(format!("{k}of{n}")),
+            None => out.join(&slug),
+        };
+        let result = if options.merge {
+            merge_shards(normfuzz, &shards, &report)
+        } else {
+            run_one(normfuzz, dir, runtime, &cache, &report, options)
+        };
+        let row = match result {
             Ok(index) => Row::from_index(runtime, &index, &baseline, &report_link(&out, &report)),
             Err(err) => {
                 eprintln!("{}: {err:#}", runtime.label());
@@ -69,6 +94,11 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
         };
         eprintln!("{}", row.summary());
         rows.push(row);
+    }
+    if options.shard.is_some() {
+        // One shard's table would be partial: the table comes from `--merge` once every shard
+        // has run; a new finding still fails this run.
+        return Ok(if rows.iter().all(Row::green) { 0 } else { 1 });
     }
     let date = today();
     let command = command_line(options);
@@ -138,6 +168,7 @@ fn run_one(
         .args(["--cases", &options.cases.to_string()])
         .args(["--seed", &options.seed.to_string()])
         .args(["--jobs", &options.jobs.to_string()])
+        .args(options.shard.map(|(k, n)| format!("--shard={k}/{n}")))
         .arg("--report")
         .arg(report)
         .status()
@@ -145,6 +176,55 @@ fn run_one(
     // 0: no gate failure, 1: some (judged below against the baseline), 2: the run itself failed.
     if !matches!(status.code(), Some(0 | 1)) {
         bail!("normfuzz conform failed ({status})");
+    }
+    let index = report.join("index.json");
+    let text = std::fs::read_to_string(&index)
+        .with_context(|| format!("cannot read {}", index.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("invalid {}", index.display()))
+}
+
+/// Joins the shard reports under `shards` (folders `KofN`, every K of one N) into `report` with
+/// `normfuzz merge-reports`; returns the merged `index.json`.
+fn merge_shards(normfuzz: &Path, shards: &Path, report: &Path) -> Result<serde_json::Value> {
+    let mut found: Vec<(u64, u64, PathBuf)> = Vec::new();
+    for entry in std::fs::read_dir(shards)
+        .with_context(|| format!("no shard reports in {}", shards.display()))?
+    {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        let shard = name
+            .split_once("of")
+            .and_then(|(k, n)| parse_shard(&format!("{k}/{n}")).ok())
+            .with_context(|| format!("{} is not a shard folder (KofN)", path.display()))?;
+        found.push((shard.0, shard.1, path));
+    }
+    found.sort();
+    let count = found.first().map_or(0, |f| f.1);
+    let complete = found.len() as u64 == count
+        && found
+            .iter()
+            .enumerate()
+            .all(|(i, (k, n, _))| *k == i as u64 + 1 && *n == count);
+    if !complete {
+        let names: Vec<String> = found.iter().map(|(k, n, _)| format!("{k}/{n}")).collect();
+        bail!(
+            "incomplete shards in {}: {}",
+            shards.display(),
+            names.join(", ")
+        );
+    }
+    let status = Command::new(normfuzz)
+        .arg("merge-reports")
+        .arg("--out")
+        .arg(report)
+        .args(found.iter().map(|(_, _, p)| p))
+        .status()
+        .context("cannot run normfuzz merge-reports")?;
+    if !matches!(status.code(), Some(0 | 1)) {
+        bail!("normfuzz merge-reports failed ({status})");
     }
     let index = report.join("index.json");
     let text = std::fs::read_to_string(&index)
@@ -175,6 +255,9 @@ fn report_link(out: &Path, report: &Path) -> String {
 }
 
 fn command_line(options: &Options) -> String {
+    if options.merge {
+        return "cargo xtask matrix --merge (the runtimes' shard reports joined)".into();
+    }
     let mut line = format!("cargo xtask matrix --cases {}", options.cases);
     if !options.runtimes.is_empty() {
         line.push_str(&format!(" --runtimes {}", options.runtimes.join(",")));
@@ -222,6 +305,10 @@ mod tests {
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
         assert_eq!(shell_quote("/a/b.mjs"), "/a/b.mjs");
         assert_eq!(shell_quote("a b'c"), r"'a b'\''c'");
+        assert_eq!(parse_shard("2/3"), Ok((2, 3)));
+        for bad in ["0/3", "4/3", "3", "1/0"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
     }
 
     /// Each shim whose runtime is already in the cache (installed by `cargo xtask matrix`; none
