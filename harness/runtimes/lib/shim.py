@@ -22,14 +22,23 @@ def error_text(err: BaseException) -> str:
     return text if len(text) <= 2000 else text[:2000] + "..."
 
 
+class Unparsable:
+    """A request the MCP SDK's message parser refuses (nesting past pydantic-core's limit)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
 def validate_call_tool_result(value):
     """`mcp.types.CallToolResult` from the wire JSON, as `ClientSession.call_tool` builds it.
 
-    A value the SDK refuses raises `Refused`: the session raises it out of `call_tool`, so no
-    runtime built on the SDK ever sees it.
+    A value the SDK refuses raises `Refused`: the session raises it out of `call_tool` (or, for a
+    message it cannot parse, never answers the call), so no runtime built on the SDK sees it.
     """
     from mcp import types
 
+    if isinstance(value, Unparsable):
+        raise Refused(f"the MCP SDK's parser drops the message: {value.reason}")
     if not isinstance(value, dict):
         raise Refused("the MCP session drops a JSON-RPC result that is not an object")
     try:
@@ -60,14 +69,16 @@ def serve(name: str, handlers: dict) -> None:
             # The MCP SDK reads each message with pydantic-core's parser
             # (`JSONRPCMessage.model_validate_json` in mcp/client/stdio), which refuses nesting
             # deeper than its recursion limit: the message is dropped and the call never
-            # returns. The request is read with the same parser, so the shim refuses it too.
-            match = re.match(rb'\s*\{\s*"id"\s*:\s*(\d+)', line)
+            # returns. The request is read with the same parser; the shim hands the runtime
+            # what the SDK would (see `validate_call_tool_result`). Id and op come first.
+            match = re.match(rb'\s*\{\s*"id"\s*:\s*(\d+)\s*,\s*"op"\s*:\s*"(\w+)"', line)
             if match is None or "recursion limit" not in str(err):
                 raise
-            answer = {"id": int(match.group(1)), "error": f"MCP SDK parser: {err}"}
-            out.write(json.dumps(answer) + "\n")
-            out.flush()
-            continue
+            req = {
+                "id": int(match.group(1)),
+                "op": match.group(2).decode(),
+                "input": Unparsable(str(err)),
+            }
         try:
             handler = handlers[req["op"]]
             answer = {"id": req["id"], "output": loop.run_until_complete(handler(req["input"]))}
