@@ -385,7 +385,8 @@ fn candidate_portable(bytes: &[u8], from: usize) -> Option<usize> {
 const TWO_BYTE_LEADS: [u8; 3] = [0xC2, 0xCD, 0xD8];
 
 /// Hand-written SIMD (no crate offers a search for this predicate): 32 bytes per step, with the
-/// byte before and after each position loaded alongside; edges go to the portable path. The
+/// two bytes before and the one after each position loaded alongside; edges go to the portable
+/// path. The
 /// vector test is coarse where that is cheap (a non-ASCII byte before an ASCII colon) and
 /// [`after_a_char_end`] settles those hits, so prose costs about 20 operations per step.
 #[cfg(target_arch = "x86_64")]
