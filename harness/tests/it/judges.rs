@@ -634,3 +634,20 @@ fn a_more_permissive_sut_fails_under_the_reference_reason() {
         assert!(found.contains(&Rule::S1), "{line:?}: {found:?}");
     }
 }
+
+/// A payload that the input also carries in a field that is no payload (here the block's
+/// `type`) may appear in text through that field: the reference's own answer passes.
+#[test]
+fn a_payload_shown_through_another_field_is_no_f4() {
+    let b64 = "UklGRh4AAABXRUJQVlA4TBEAAAAvAAAAAAdQjyLXo/+BiOh/AAA=";
+    let input = json!({"content": {"data": b64, "type": b64}});
+    let output = normfuzz::reference::call(Op::CoerceToolResult, &input).expect("coerced");
+    assert_eq!(
+        gate_rules(Op::CoerceToolResult, &input, output),
+        Vec::<Rule>::new()
+    );
+    // Copied from its payload field alone, it is one.
+    let input = json!({"content": [{"type": "audio", "data": b64, "mimeType": "audio/wav"}]});
+    let leaked = json!({"content": [{"type": "text", "text": format!("[audio audio/wav] {b64}")}], "isError": false});
+    assert!(gate_rules(Op::CoerceToolResult, &input, leaked).contains(&Rule::F4));
+}

@@ -176,13 +176,14 @@ pub fn payloads(block: &Value) -> Vec<&str> {
         .collect()
 }
 
-/// F4: no input payload in any output text (unless the input also carried it as text).
+/// F4: no input payload in any output text, unless the input also carried it in a field that
+/// is no payload (a text, a label, even a `type`): that field may show it.
 fn payload_free(input_blocks: &[&Value], texts: &[&str], out: &mut Vec<Violation>) {
     let carried_as_text: Vec<&str> = input_blocks
         .iter()
-        .filter_map(|b| {
-            str_field(b, "text").or_else(|| b.get("resource").and_then(|r| str_field(r, "text")))
-        })
+        .flat_map(|b| strings(b))
+        .filter(|(key, _)| !is_payload_key(*key))
+        .map(|(_, s)| s)
         .collect();
     for payload in input_blocks.iter().flat_map(|b| payloads(b)) {
         if texts.iter().any(|t| t.contains(payload))
