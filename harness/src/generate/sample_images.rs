@@ -63,11 +63,7 @@ pub fn jpeg_with_padding(padding: usize) -> Vec<u8> {
     let mut out = jpeg[..2].to_vec();
     let mut left = padding;
     while left > 0 {
-        let chunk = left.min(65_533);
-        out.extend_from_slice(&[0xFF, 0xFE]);
-        out.extend_from_slice(&u16::try_from(chunk + 2).unwrap_or(u16::MAX).to_be_bytes());
-        out.resize(out.len() + chunk, b'.');
-        left -= chunk;
+        left -= push_comment(&mut out, left);
     }
     out.extend_from_slice(&jpeg[2..]);
     out
@@ -144,6 +140,16 @@ pub fn webp_header(kind: WebpKind, width: u32, height: u32) -> Vec<u8> {
     webp
 }
 
+/// Appends a JPEG comment segment holding `min(left, 65,533)` filler bytes (its marker and
+/// length take 4 more); returns the filler length.
+fn push_comment(out: &mut Vec<u8>, left: usize) -> usize {
+    let chunk = left.min(65_533);
+    out.extend_from_slice(&[0xFF, 0xFE]);
+    out.extend_from_slice(&u16::try_from(chunk + 2).unwrap_or(u16::MAX).to_be_bytes());
+    out.resize(out.len() + chunk, b'.');
+    chunk
+}
+
 /// A real 1x1 PNG or JPEG padded so that its base64 is exactly `base64_len` characters (a
 /// multiple of 4): a screenshot-sized image, judged from its header.
 pub fn padded_base64(format: ImageFormat, base64_len: usize) -> String {
@@ -159,11 +165,7 @@ pub fn padded_base64(format: ImageFormat, base64_len: usize) -> String {
             let mut left = room.saturating_sub(4 * segments);
             let mut out = jpeg[..2].to_vec();
             for _ in 0..segments {
-                let chunk = left.min(65_533);
-                out.extend_from_slice(&[0xFF, 0xFE]);
-                out.extend_from_slice(&u16::try_from(chunk + 2).unwrap_or(u16::MAX).to_be_bytes());
-                out.resize(out.len() + chunk, b'.');
-                left -= chunk;
+                left -= push_comment(&mut out, left);
             }
             out.extend_from_slice(&jpeg[2..]);
             out
