@@ -43,6 +43,99 @@ fn anthropic_view_reads_tool_result_blocks() {
     assert_eq!(view.images.len(), 1);
 }
 
+/// The mocks' own request for each API (what runtimes send, per docs/research/providers.md):
+/// every extractor must find the tool result's text and image in it.
+#[test]
+fn every_flavour_view_keeps_the_tool_results_text_and_image() {
+    let blocks = json!([{"type": "text", "text": "line one\nMEDIA:/x"},
+        {"type": "image", "data": PNG, "mimeType": "image/png"}]);
+    for provider in mock_providers::Provider::ALL {
+        let body: Value =
+            serde_json::from_slice(&mock_providers::tool_result_request(provider, &blocks))
+                .unwrap();
+        let view = model_view(provider.name(), &[json!({"seq": 4, "body": body})])
+            .unwrap_or_else(|| panic!("{}: no view", provider.name()));
+        assert!(
+            view.tool_texts
+                .iter()
+                .any(|t| t.contains("line one\nMEDIA:/x")),
+            "{}: {view:?}",
+            provider.name()
+        );
+        // Ollama sends bare base64; every other API names the media type.
+        let mime = if provider.name() == "ollama" {
+            ""
+        } else {
+            "image/png"
+        };
+        assert_eq!(
+            view.images,
+            [(mime.to_string(), PNG.to_string())],
+            "{}",
+            provider.name()
+        );
+        assert_eq!(view.seq, 4);
+    }
+}
+
+#[test]
+fn responses_view_reads_string_outputs_and_a_following_user_image() {
+    let requests = [json!({"seq": 2, "body": {"model": "m", "input": [
+        {"role": "user", "content": "hi"},
+        {"type": "function_call", "call_id": "c", "name": "get_attachment", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c", "output": "[{\"type\":\"text\",\"text\":\"t\"}]"},
+        {"role": "user", "content": [{"type": "input_text", "text": "Image from the tool:"},
+            {"type": "input_image", "image_url": format!("data:image/png;base64,{PNG}"), "detail": "auto"}]}]}})];
+    let view = model_view("openai-responses", &requests).unwrap();
+    assert_eq!(view.tool_texts, [r#"[{"type":"text","text":"t"}]"#]);
+    assert_eq!(view.other_texts, ["Image from the tool:"]);
+    assert_eq!(view.images, [("image/png".to_string(), PNG.to_string())]);
+    let no_result = json!({"body": {"input": "just a prompt"}});
+    assert!(model_view("openai-responses", &[no_result]).is_none());
+}
+
+#[test]
+fn gemini_view_reads_every_string_of_the_response_and_inline_images() {
+    let requests = [json!({"seq": 2, "body": {"contents": [
+        {"role": "user", "parts": [{"text": "hi"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "get_attachment", "args": {}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"name": "get_attachment", "response": {"return_value": ["a", {"uri": "file:///r"}]}}},
+            {"text": "See the image:"},
+            {"inlineData": {"mimeType": "image/png", "data": PNG}}]}]}})];
+    let view = model_view("gemini", &requests).unwrap();
+    assert_eq!(view.tool_texts, ["a", "file:///r"]);
+    assert_eq!(view.other_texts, ["See the image:"]);
+    assert_eq!(view.images, [("image/png".to_string(), PNG.to_string())]);
+}
+
+#[test]
+fn bedrock_view_reads_text_json_and_image_blocks() {
+    let requests = [json!({"seq": 2, "body": {"messages": [
+        {"role": "user", "content": [{"text": "hi"}]},
+        {"role": "assistant", "content": [{"toolUse": {"toolUseId": "t1", "name": "get_attachment", "input": {}}}]},
+        {"role": "user", "content": [{"toolResult": {"toolUseId": "t1", "status": "success", "content": [
+            {"text": "a"}, {"json": {"uri": "file:///r"}},
+            {"image": {"format": "jpeg", "source": {"bytes": PNG}}}]}}, {"text": "note"}]}]}})];
+    let view = model_view("bedrock", &requests).unwrap();
+    assert_eq!(view.tool_texts, ["a", "file:///r"]);
+    assert_eq!(view.other_texts, ["note"]);
+    assert_eq!(view.images, [("image/jpeg".to_string(), PNG.to_string())]);
+}
+
+#[test]
+fn ollama_view_reads_tool_content_and_bare_images() {
+    let requests = [json!({"seq": 2, "body": {"model": "m", "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "get_attachment", "arguments": {}}}]},
+        {"role": "tool", "content": "a", "images": [PNG]},
+        {"role": "user", "content": "more"}]}})];
+    let view = model_view("ollama", &requests).unwrap();
+    assert_eq!(view.tool_texts, ["a"]);
+    assert_eq!(view.other_texts, ["more"]);
+    assert_eq!(view.images, [(String::new(), PNG.to_string())]);
+}
+
 #[test]
 fn siblings_lost_next_to_a_bad_block_are_f5_and_alone_are_f2_f4() {
     let result = json!({"content": [{"type": "text", "text": "keep me"},

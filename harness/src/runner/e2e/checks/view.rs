@@ -21,10 +21,15 @@ pub struct ModelView {
 /// The first captured request that carries a tool result, seen as the model sees it.
 pub fn model_view(provider: &str, requests: &[Value]) -> Option<ModelView> {
     requests.iter().find_map(|r| {
-        let messages = r.get("body")?.get("messages")?.as_array()?;
+        let body = r.get("body")?;
+        let list = |key: &str| body.get(key).and_then(Value::as_array);
         let mut view = match provider {
-            "openai-chat" => openai_chat_view(messages)?,
-            "anthropic" => anthropic_view(messages)?,
+            "openai-chat" => openai_chat_view(list("messages")?)?,
+            "anthropic" => anthropic_view(list("messages")?)?,
+            "openai-responses" => responses_view(list("input")?)?,
+            "gemini" => gemini_view(list("contents")?)?,
+            "bedrock" => bedrock_view(list("messages")?)?,
+            "ollama" => ollama_view(list("messages")?)?,
             _ => return None,
         };
         view.seq = r.get("seq").and_then(Value::as_u64).unwrap_or(0);
@@ -121,6 +126,151 @@ fn anthropic_block(block: &Value, texts: &mut Vec<String>, images: &mut Vec<(Str
         )),
         _ => {}
     }
+}
+
+impl ModelView {
+    fn texts(&mut self, of_tool: bool) -> &mut Vec<String> {
+        if of_tool {
+            &mut self.tool_texts
+        } else {
+            &mut self.other_texts
+        }
+    }
+}
+
+/// Every string inside `value`, in order: what a model reads of a structured tool result
+/// (Gemini's `response` object, Bedrock's `json` block).
+fn string_leaves(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| string_leaves(v, out)),
+        Value::Object(map) => map.values().for_each(|v| string_leaves(v, out)),
+        _ => {}
+    }
+}
+
+/// Responses: `function_call_output` items (`output` a string or input parts), and the items
+/// after them (a runtime may move images into a user message).
+fn responses_view(items: &[Value]) -> Option<ModelView> {
+    let first = items
+        .iter()
+        .position(|i| i["type"] == "function_call_output")?;
+    let mut view = ModelView::default();
+    for item in &items[first..] {
+        let of_tool = item["type"] == "function_call_output";
+        let content = if of_tool {
+            &item["output"]
+        } else {
+            &item["content"]
+        };
+        match content {
+            Value::String(s) => view.texts(of_tool).push(s.clone()),
+            Value::Array(parts) => {
+                for part in parts {
+                    match part["type"].as_str() {
+                        Some("input_text" | "output_text") => {
+                            let text = part["text"].as_str().map(str::to_string);
+                            view.texts(of_tool).extend(text);
+                        }
+                        Some("input_image") => {
+                            let url = part["image_url"].as_str().unwrap_or_default();
+                            view.images.extend(data_url(url));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(view)
+}
+
+/// generateContent: `functionResponse` parts (every string of `response`, images in its own
+/// `parts`), and the parts after them (text, `inlineData`).
+fn gemini_view(contents: &[Value]) -> Option<ModelView> {
+    let parts_of = |c: &Value| c["parts"].as_array().cloned().unwrap_or_default();
+    let first = contents.iter().position(|c| {
+        parts_of(c)
+            .iter()
+            .any(|p| p.get("functionResponse").is_some())
+    })?;
+    let mut view = ModelView::default();
+    let inline = |p: &Value, images: &mut Vec<(String, String)>| {
+        if let Some(data) = p["inlineData"]["data"].as_str() {
+            let mime = p["inlineData"]["mimeType"].as_str().unwrap_or_default();
+            images.push((mime.to_string(), data.to_string()));
+        }
+    };
+    for content in &contents[first..] {
+        for part in parts_of(content) {
+            if let Some(response) = part.get("functionResponse") {
+                string_leaves(&response["response"], &mut view.tool_texts);
+                for p in response["parts"].as_array().into_iter().flatten() {
+                    inline(p, &mut view.images);
+                }
+            } else {
+                view.other_texts
+                    .extend(part["text"].as_str().map(str::to_string));
+                inline(&part, &mut view.images);
+            }
+        }
+    }
+    Some(view)
+}
+
+/// Converse: `toolResult` blocks (`text`, every string of a `json` block, `image` with its
+/// `format` and `source.bytes`), and the blocks after them.
+fn bedrock_view(messages: &[Value]) -> Option<ModelView> {
+    let blocks_of = |m: &Value| m["content"].as_array().cloned().unwrap_or_default();
+    let first = messages
+        .iter()
+        .position(|m| blocks_of(m).iter().any(|b| b.get("toolResult").is_some()))?;
+    let mut view = ModelView::default();
+    for m in &messages[first..] {
+        for block in blocks_of(m) {
+            match block.get("toolResult") {
+                Some(result) => {
+                    for inner in result["content"].as_array().into_iter().flatten() {
+                        bedrock_block(inner, true, &mut view);
+                    }
+                }
+                None => bedrock_block(&block, false, &mut view),
+            }
+        }
+    }
+    Some(view)
+}
+
+fn bedrock_block(block: &Value, of_tool: bool, view: &mut ModelView) {
+    if let Some(text) = block["text"].as_str() {
+        view.texts(of_tool).push(text.to_string());
+    }
+    if let Some(json) = block.get("json") {
+        string_leaves(json, view.texts(of_tool));
+    }
+    if let Some(bytes) = block["image"]["source"]["bytes"].as_str() {
+        let format = block["image"]["format"].as_str().unwrap_or_default();
+        view.images
+            .push((format!("image/{format}"), bytes.to_string()));
+    }
+}
+
+/// Ollama chat: `role: "tool"` messages (`content`, bare base64 `images` with no media type),
+/// and the messages after them.
+fn ollama_view(messages: &[Value]) -> Option<ModelView> {
+    let first = messages.iter().position(|m| m["role"] == "tool")?;
+    let mut view = ModelView::default();
+    for m in &messages[first..] {
+        let of_tool = m["role"] == "tool";
+        view.texts(of_tool)
+            .extend(m["content"].as_str().map(str::to_string));
+        for image in m["images"].as_array().into_iter().flatten() {
+            view.images
+                .extend(image.as_str().map(|d| (String::new(), d.to_string())));
+        }
+    }
+    Some(view)
 }
 
 /// What the runtime delivered: one text and its media per delivered item.
