@@ -66,6 +66,10 @@ enum Command {
     MergeReports(cli::merge_reports::MergeReportsArgs),
     /// Replay a stored finding against a SUT and judge it again; exits 1 if it still fails.
     Repro(cli::repro::ReproArgs),
+    /// Print a finding of a runtime in the matrix as a bug report for that runtime's tracker:
+    /// the rule in plain words, the minimal input, what the model got and should get, and a
+    /// standalone repro script in the runtime's language (Markdown on stdout).
+    Upstream(cli::upstream::UpstreamArgs),
     /// Speak the SUT protocol on stdin/stdout with the reference normalizer behind it.
     ServeReference,
     /// Write the report of a libFuzzer run from its stderr logs, one per target.
@@ -128,6 +132,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::Conform(args) => cli::conform::run(args),
         Command::MergeReports(args) => cli::merge_reports::run(args),
         Command::Repro(args) => cli::repro::run(args),
+        Command::Upstream(args) => cli::upstream::run(args),
         Command::ServeReference => cli::serve_reference::run(),
         Command::FuzzReport(args) => cli::fuzz_report::run(args),
         Command::E2e(args) => cli::e2e::run(args),

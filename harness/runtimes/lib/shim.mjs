@@ -9,6 +9,8 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
+export { CaseTransport } from "./case-transport.mjs";
+
 /** Imports `name` as installed under `dir` (an npm prefix with node_modules). */
 export async function importFrom(dir, name) {
   const require = createRequire(path.join(dir, "package.json"));
@@ -83,52 +85,6 @@ async function answer(line, handlers) {
     return `${JSON.stringify({ id: req.id, output: await handler(req.input) })}\n`;
   } catch (err) {
     return `${JSON.stringify({ id: req.id, error: errorText(err) })}\n`;
-  }
-}
-
-/**
- * An MCP client transport (the SDK's `Transport` shape: start, send, close, onmessage) backed by
- * an in-memory server with one tool `t` whose `tools/call` result is `result()`. A result that is
- * not a JSON object is refused here, as a real transport refuses it: the MCP SDK's stdio and HTTP
- * transports parse every message with JSONRPCMessageSchema and drop one whose `result` is not an
- * object, so the call never returns (it would time out after the client's request timeout).
- */
-export class CaseTransport {
-  constructor(result) {
-    this.result = result;
-    this.onmessage = undefined;
-    this.onclose = undefined;
-    this.onerror = undefined;
-  }
-  async start() {}
-  async close() {
-    this.onclose?.();
-  }
-  async send(message) {
-    if (message.id === undefined || message.method === undefined) return;
-    let result;
-    switch (message.method) {
-      case "initialize":
-        result = {
-          protocolVersion: message.params?.protocolVersion ?? "2025-06-18",
-          capabilities: { tools: {} },
-          serverInfo: { name: "normfuzz", version: "1" },
-        };
-        break;
-      case "tools/list":
-        result = { tools: [{ name: "t", inputSchema: { type: "object" } }] };
-        break;
-      case "tools/call":
-        result = this.result();
-        break;
-      default:
-        this.reply({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "not found" } });
-        return;
-    }
-    this.reply({ jsonrpc: "2.0", id: message.id, result });
-  }
-  reply(message) {
-    queueMicrotask(() => this.onmessage?.(message));
   }
 }
 

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
 use normfuzz::runner::campaign::{Campaign, Progress, Shard};
 use normfuzz::runner::sut::SutOptions;
+use normfuzz::runner::upstream::RuntimeId;
 
 use super::io::open_sut;
 
@@ -39,6 +40,10 @@ pub struct ConformArgs {
     /// unsharded run with N × --jobs jobs.
     #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
     shard: Option<Shard>,
+    /// The runtime of the matrix the SUT is (`NAME@VERSION`, as `cargo xtask matrix` passes it):
+    /// recorded in the report, where `normfuzz upstream` finds its repro template.
+    #[arg(long, value_name = "NAME@VERSION", value_parser = RuntimeId::parse)]
+    runtime: Option<RuntimeId>,
     /// Count divergences from the reference as failures.
     #[arg(long)]
     strict: bool,
@@ -142,6 +147,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         &outcome,
         &args.sut,
         campaign.strict,
+        args.runtime.as_ref(),
         normfuzz::runner::report::step_summary_path().as_deref(),
     )?;
     if args.save_regressions {

@@ -29,6 +29,7 @@ pub fn run(args: MergeReportsArgs) -> Result<ExitCode> {
         &whole.outcome,
         &whole.command,
         whole.strict,
+        whole.runtime.as_ref(),
         normfuzz::runner::report::step_summary_path().as_deref(),
     )?;
     let failed = whole.outcome.failed(whole.strict);

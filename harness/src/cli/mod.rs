@@ -16,3 +16,4 @@ pub mod repro;
 pub mod retry_images;
 pub mod serve_reference;
 pub mod stream;
+pub mod upstream;

@@ -7,3 +7,4 @@ pub mod e2e;
 pub mod report;
 pub mod shrink;
 pub mod sut;
+pub mod upstream;

@@ -8,6 +8,7 @@ use normfuzz::protocol::Op;
 use normfuzz::rule::Rule;
 use normfuzz::runner::campaign::{Campaign, Outcome, Progress, Shard, run};
 use normfuzz::runner::sut::{ProcessSut, ReferenceSut, Sut};
+use normfuzz::runner::upstream::RuntimeId;
 
 fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
     Campaign {
@@ -258,15 +259,19 @@ fn merged_shard_reports_equal_the_unsharded_report() {
     let mut whole = campaign(&Op::ALL, 1_500, 5);
     whole.jobs = 2;
     let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
-    normfuzz::runner::report::write(&dir.path().join("whole"), &unsharded, "echo", false, None)
-        .unwrap();
+    // A matrix runtime's report names it; the merged report must too.
+    let runtime = RuntimeId::parse("echo@1.0").unwrap();
+    let write = |out: &std::path::Path, outcome: &Outcome| {
+        normfuzz::runner::report::write(out, outcome, "echo", false, Some(&runtime), None).unwrap();
+    };
+    write(&dir.path().join("whole"), &unsharded);
     let mut shards = Vec::new();
     for index in 0..2 {
         let mut part = campaign(&Op::ALL, 1_500, 5);
         part.shard = Shard { index, count: 2 };
         let outcome = run(&part, || Ok(EchoNeutralize), &Progress::default()).unwrap();
         let out = dir.path().join(format!("shard{index}"));
-        normfuzz::runner::report::write(&out, &outcome, "echo", false, None).unwrap();
+        write(&out, &outcome);
         shards.push(out);
     }
     let merged = dir.path().join("merged");
@@ -299,6 +304,10 @@ fn merged_shard_reports_equal_the_unsharded_report() {
         "{expected:#}"
     );
     assert_eq!(got, expected);
+    assert_eq!(
+        got["runtime"],
+        serde_json::json!({"name": "echo", "version": "1.0"})
+    );
     for file in ["junit.xml", "summary.md", "report.html"] {
         assert!(merged.join(file).is_file(), "{file}");
     }

@@ -20,6 +20,7 @@ mod report_timeline;
 mod retry_rules;
 mod stream_cli;
 mod stream_rules;
+mod upstream;
 mod wpt_url;
 
 use proptest::test_runner::{Config, FileFailurePersistence};

@@ -81,6 +81,7 @@ fn write(dir: &Path, strict: bool, step_summary: Option<&Path>) {
         &outcome(),
         "python3 sut.py --flag 'x'",
         strict,
+        None,
         step_summary,
     )
     .expect("report written");

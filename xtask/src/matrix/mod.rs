@@ -165,6 +165,8 @@ fn run_one(
     let status = Command::new(normfuzz)
         .arg("conform")
         .args(["--sut", &sut])
+        // Recorded in the report, where `normfuzz upstream` finds the runtime's repro template.
+        .args(["--runtime", &runtime.label()])
         .args(["--cases", &options.cases.to_string()])
         .args(["--seed", &options.seed.to_string()])
         .args(["--jobs", &options.jobs.to_string()])

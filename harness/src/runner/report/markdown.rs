@@ -14,7 +14,7 @@ const INPUT_MAX: usize = 600;
 /// `s` as an inline code span, whatever it contains: a backtick fence longer than any run of
 /// backticks inside, newlines shown as `⏎`, invisible characters as `\uXXXX`, `|` escaped so the
 /// span can sit in a table.
-fn code(s: &str) -> String {
+pub(super) fn code(s: &str) -> String {
     let mut shown = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -31,8 +31,8 @@ fn code(s: &str) -> String {
     format!("{fence} {shown} {fence}")
 }
 
-/// `s` as a fenced block (kept verbatim but for invisible characters).
-fn fenced(s: &str) -> String {
+/// `s` as a fenced block of `language` (kept verbatim but for invisible characters).
+pub(super) fn fenced(language: &str, s: &str) -> String {
     let shown: String = s
         .chars()
         .map(|c| {
@@ -44,7 +44,7 @@ fn fenced(s: &str) -> String {
         })
         .collect();
     let fence = "`".repeat(longest_run(&shown, '`').max(2) + 1);
-    format!("{fence}text\n{shown}\n{fence}")
+    format!("{fence}{language}\n{shown}\n{fence}")
 }
 
 fn longest_run(s: &str, c: char) -> usize {
@@ -161,7 +161,7 @@ pub fn fuzz(runs: &[FuzzRun]) -> String {
                 .map_or("none written".into(), code),
             run.repro()
                 .map_or("(no artifact to replay)".into(), |r| code(&r)),
-            fenced(&crash.excerpt),
+            fenced("text", &crash.excerpt),
         );
     }
     md
@@ -246,6 +246,6 @@ mod tests {
         assert_eq!(code("a"), "` a `");
         assert_eq!(code("a`b``c"), "``` a`b``c ```");
         assert_eq!(code("x|y\nz\u{200b}"), "` x\\|y⏎z\\u200b `");
-        assert_eq!(fenced("```\nx"), "````text\n```\nx\n````");
+        assert_eq!(fenced("text", "```\nx"), "````text\n```\nx\n````");
     }
 }

@@ -8,12 +8,15 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
 use crate::runner::campaign::{Finding, Outcome, Sample, Tally};
+use crate::runner::upstream::RuntimeId;
 
 /// One campaign report as read back: the outcome and how it was run.
 pub struct Part {
     pub outcome: Outcome,
     pub command: String,
     pub strict: bool,
+    /// The matrix runtime the SUT is, when the report names one.
+    pub runtime: Option<RuntimeId>,
 }
 
 /// Reads the campaign report in `dir` (`index.json` and the finding files it lists).
@@ -59,18 +62,26 @@ pub fn read(dir: &Path) -> Result<Part> {
         outcome,
         command: serde_json::from_value(field("command")?.clone())?,
         strict: serde_json::from_value(field("strict")?.clone())?,
+        runtime: serde_json::from_value(index.get("runtime").cloned().unwrap_or_default())
+            .with_context(|| format!("{}: `runtime` is not NAME and VERSION", path.display()))?,
     })
 }
 
 /// Joins the shards' reports into the whole run's: counts summed, findings joined by id (the
 /// first part's minimal input kept, hits summed, the earliest time kept), the time series
-/// summed sample by sample. Every part must come from the same SUT command, seed and strictness.
+/// summed sample by sample. Every part must come from the same SUT command, seed, strictness
+/// and runtime.
 pub fn merge(parts: Vec<Part>) -> Result<Part> {
     let mut parts = parts.into_iter();
     let mut whole = parts.next().context("no report to merge")?;
     for part in parts {
-        if (&part.command, part.outcome.seed, part.strict)
-            != (&whole.command, whole.outcome.seed, whole.strict)
+        if (&part.command, part.outcome.seed, part.strict, &part.runtime)
+            != (
+                &whole.command,
+                whole.outcome.seed,
+                whole.strict,
+                &whole.runtime,
+            )
         {
             bail!(
                 "the reports are not shards of one run: `{}` seed {} strict {} vs `{}` seed {} strict {}",

@@ -33,6 +33,7 @@ mod libfuzzer;
 mod markdown;
 mod matrix;
 mod publish;
+mod upstream;
 mod view;
 
 pub mod fuzz;
@@ -44,10 +45,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+pub use upstream::upstream_markdown;
+pub(crate) use view::shell_quote;
 pub use view::{E2eCaseView, E2eFindingView, E2eView, StoredFinding, repro_command};
 
 use crate::fs::write_atomic;
 use crate::runner::campaign::Outcome;
+use crate::runner::upstream::RuntimeId;
 use view::{CampaignView, finding_file};
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
@@ -124,20 +128,21 @@ pub fn default_dir(name: &str) -> PathBuf {
 }
 
 /// Writes a campaign's report into `dir` as one unit (`publish`): a previous report there is
-/// replaced; `step_summary` is `$GITHUB_STEP_SUMMARY` if set, appended to once the folder is in
-/// place.
+/// replaced; `runtime` is the matrix runtime the SUT is, if any; `step_summary` is
+/// `$GITHUB_STEP_SUMMARY` if set, appended to once the folder is in place.
 pub fn write(
     dir: &Path,
     outcome: &Outcome,
     sut_command: &str,
     strict: bool,
+    runtime: Option<&RuntimeId>,
     step_summary: Option<&Path>,
 ) -> Result<PathBuf> {
     // Repro commands name the final folder, not the staging one.
     let campaign = CampaignView::new(dir, outcome, sut_command, strict);
     let summary = markdown::campaign(&campaign);
     let (index, junit, html) = (
-        index(&campaign),
+        index(&campaign, runtime),
         junit::campaign(&campaign)?,
         html::campaign(&campaign),
     );
@@ -159,12 +164,13 @@ pub fn write(
     Ok(dir.to_path_buf())
 }
 
-fn index(campaign: &CampaignView<'_>) -> serde_json::Value {
+fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json::Value {
     let outcome = campaign.outcome;
     serde_json::json!({
         "kind": "conform",
         "verdict": if campaign.passed() { "pass" } else { "fail" },
         "sut": outcome.sut,
+        "runtime": runtime,
         "command": campaign.sut_command,
         "seed": outcome.seed,
         "strict": campaign.strict,

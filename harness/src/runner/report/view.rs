@@ -26,7 +26,7 @@ pub fn repro_command(finding_path: &Path, sut_command: &str) -> String {
     )
 }
 
-pub(super) fn shell_quote(s: &str) -> String {
+pub(crate) fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || "/._-=:,+".contains(c))

@@ -1,0 +1,58 @@
+//! `normfuzz upstream`'s bug report: one finding as Markdown for the runtime's own tracker,
+//! self-contained (no normfuzz needed to read or reproduce it). Text from the run is in code
+//! spans and fenced blocks (`markdown::code`, `fenced`), JSON is ASCII-only so invisible
+//! characters show as escapes.
+
+use std::fmt::Write as _;
+
+use super::markdown::{code, fenced};
+use crate::runner::upstream::{Repro, RuntimeFile, Upstream, ascii_json};
+
+/// The Markdown report: title, the rule in plain words (`Rule::summary`), the minimal input,
+/// what the model got, what it should get, and the repro with its install line.
+pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repro) -> String {
+    let rule = finding.rule;
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "# {}@{}: an MCP tool result breaks {rule}: {}\n",
+        runtime.package,
+        runtime.version,
+        rule.summary()
+    );
+    let _ = writeln!(
+        md,
+        "An MCP tool result goes through {} ({}) on its way to the model, and what the model \
+         gets breaks this rule:\n\n> **{rule}**: {}.\n\nWhat was seen: {}\n",
+        runtime.function,
+        runtime.install.join(", "),
+        rule.summary(),
+        code(&finding.seen),
+    );
+    let _ = writeln!(
+        md,
+        "## Minimal input\n\nThe MCP `CallToolResult` the server returns (already minimized):\n\n{}\n",
+        fenced("json", &ascii_json(&finding.input, true))
+    );
+    let _ = writeln!(
+        md,
+        "## What the model got\n\nThe runtime's output in the terms of the text and image blocks a \
+         provider request carries (the repro below prints it in the runtime's own form):\n\n{}\n",
+        fenced("json", &ascii_json(&finding.got, true))
+    );
+    let _ = writeln!(
+        md,
+        "## What it should get\n\nWhat a normalizer that keeps the rule gives for the same input \
+         (the reference normalizer of normfuzz; wording of placeholders may differ):\n\n{}\n",
+        fenced("json", &ascii_json(&finding.expected, true))
+    );
+    let _ = writeln!(
+        md,
+        "## Reproduce\n\nNeeds only the pinned packages. In an empty folder:\n\n{}\n\nthen save \
+         this as `{}` there and run it; it prints what the model gets:\n\n{}",
+        fenced("sh", &runtime.install_line()),
+        repro.file_name,
+        fenced(repro.language, repro.script.trim_end()),
+    );
+    md
+}
