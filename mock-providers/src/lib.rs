@@ -15,6 +15,8 @@
 pub mod b64;
 #[cfg(feature = "server")]
 pub mod capture;
+#[cfg(feature = "server")]
+pub mod channels;
 #[cfg_attr(not(feature = "server"), allow(dead_code))]
 mod ids;
 pub mod image;

@@ -1,8 +1,9 @@
 //! `mock-providers`: serve the mock LLM provider APIs, or run the mock MCP server on stdio.
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use mock_providers::Script;
+use mock_providers::channels::telegram;
 use mock_providers::server::{Config, MockProviders};
 use std::io::Write;
 use std::net::SocketAddr;
@@ -21,10 +22,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve Anthropic, OpenAI Chat/Responses, Gemini, Bedrock and Ollama APIs on one address.
+    /// Serve Anthropic, OpenAI Chat/Responses, Gemini, Bedrock and Ollama APIs on one address,
+    /// and with `--telegram` a mock Telegram Bot API.
     ///
-    /// Prints one JSON line with the bound address and per-provider base URLs, then serves until
-    /// SIGTERM or ctrl-c.
+    /// Prints one JSON line with the bound address, per-provider base URLs and the Telegram API
+    /// root (`channels.telegram`, null without `--telegram`), then serves until SIGTERM or ctrl-c.
     Serve {
         /// Address to bind (loopback by default; port 0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -32,9 +34,12 @@ enum Command {
         /// Script of turns (JSON) answered to accepted requests, in order.
         #[arg(long)]
         script: Option<PathBuf>,
-        /// Append every request and its verdict to this JSON Lines file.
+        /// Append every request and its verdict to this JSON Lines file (Telegram uploads are
+        /// saved in `channel-files/` beside it).
         #[arg(long)]
         capture: Option<PathBuf>,
+        #[command(flatten)]
+        telegram: TelegramArgs,
     },
     /// Run the mock MCP server on stdio, answering `tools/call` with the given result.
     Mcp {
@@ -47,6 +52,42 @@ enum Command {
     },
 }
 
+/// The mock Telegram Bot API (`/bot<token>/<method>` on the same address).
+#[derive(Args)]
+struct TelegramArgs {
+    /// Serve the mock Telegram Bot API; its user's one message is `--telegram-message`.
+    #[arg(long)]
+    telegram: bool,
+    /// The bot token clients must use (`<bot id>:<secret>`).
+    #[arg(long, default_value_t = telegram::Setup::default().token, requires = "telegram")]
+    telegram_token: String,
+    /// The bot's username (getMe).
+    #[arg(long, default_value_t = telegram::Setup::default().bot_username, requires = "telegram")]
+    telegram_bot_username: String,
+    /// The user's id, also the id of their private chat with the bot.
+    #[arg(long, default_value_t = telegram::Setup::default().user_id, requires = "telegram")]
+    telegram_user_id: i64,
+    /// The user's username (a chat_id of `@username` names their chat).
+    #[arg(long, default_value_t = telegram::Setup::default().user_username, requires = "telegram")]
+    telegram_username: String,
+    /// The message the user sends, delivered once by getUpdates (none when empty).
+    #[arg(long, default_value = "", requires = "telegram")]
+    telegram_message: String,
+}
+
+impl TelegramArgs {
+    fn setup(self) -> Option<telegram::Setup> {
+        self.telegram.then(|| telegram::Setup {
+            token: self.telegram_token,
+            bot_username: self.telegram_bot_username,
+            user_id: self.telegram_user_id,
+            user_username: self.telegram_username,
+            message: self.telegram_message,
+            ..telegram::Setup::default()
+        })
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
@@ -54,7 +95,8 @@ async fn main() -> anyhow::Result<()> {
             addr,
             script,
             capture,
-        } => serve(addr, script, capture).await,
+            telegram,
+        } => serve(addr, script, capture, telegram.setup()).await,
         Command::Mcp { result, tool } => {
             let text =
                 std::fs::read(&result).with_context(|| format!("reading {}", result.display()))?;
@@ -71,6 +113,7 @@ async fn serve(
     addr: SocketAddr,
     script: Option<PathBuf>,
     capture: Option<PathBuf>,
+    telegram: Option<telegram::Setup>,
 ) -> anyhow::Result<()> {
     let script = script
         .as_deref()
@@ -81,6 +124,7 @@ async fn serve(
         addr,
         script,
         capture,
+        telegram,
     })
     .await
     .with_context(|| format!("binding {addr}"))?;

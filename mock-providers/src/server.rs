@@ -8,13 +8,18 @@
 //! API's envelope; a header must arrive within 30 s and a body may pause 30 s at most; a client that
 //! leaves mid-request ends only its own connection. Accepted for a mock: responses are sent whole
 //! (SSE events arrive in one body, so timing between events and splits inside a UTF-8 sequence at
-//! the TCP level cannot be scripted: splits happen at event level), and requests are answered one
-//! at a time (one thread). A non-JSON body is captured as its first 64 KiB (`body_text`).
+//! the TCP level cannot be scripted: splits happen at event level), and answers are made on one
+//! thread (a route that waits, the Telegram long poll, yields it to the others meanwhile). A
+//! non-JSON body is captured as its first 64 KiB (`body_text`).
+//!
+//! The mock Telegram Bot API (`channels/telegram.rs`) answers `/bot…` and `/file/bot…` when
+//! [`Config::telegram`] sets it up.
 
 mod limits;
 mod transport;
 
 use crate::capture::Capture;
+use crate::channels::telegram;
 use crate::providers::{anthropic, bedrock, gemini, ollama, openai_chat, openai_responses};
 use crate::script::{Reply, Script, Turn};
 use crate::{Provider, Verdict, ids, validate};
@@ -22,7 +27,7 @@ use serde_json::{Map, Value, json};
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use transport::{Answer, Service, Transport, Unread};
+use transport::{Answer, Pending, Service, Transport, Unread};
 use wiremock::Request;
 
 pub use limits::MAX_BODY;
@@ -36,8 +41,11 @@ pub struct Config {
     /// Where to listen; loopback unless told otherwise. Port 0 picks a free port.
     pub addr: SocketAddr,
     pub script: Script,
-    /// JSON Lines capture file (appended to).
+    /// JSON Lines capture file (appended to). Channel uploads are saved beside it, in
+    /// [`telegram::FILES_DIR`].
     pub capture: Option<PathBuf>,
+    /// The mock Telegram Bot API's setup; `None` serves no channel.
+    pub telegram: Option<telegram::Setup>,
 }
 
 impl Default for Config {
@@ -46,6 +54,7 @@ impl Default for Config {
             addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             script: Script::default(),
             capture: None,
+            telegram: None,
         }
     }
 }
@@ -53,6 +62,7 @@ impl Default for Config {
 struct State {
     script: Mutex<Script>,
     capture: Capture,
+    telegram: Option<telegram::Channel>,
 }
 
 /// A running mock of all six provider APIs on one address. Dropping it stops the server.
@@ -126,38 +136,17 @@ impl Service for State {
         })
     }
 
-    fn answer(&self, request: &Request) -> Answer {
-        match route(request) {
-            Some(Route::Api(provider)) => self.answer_api(provider, request),
-            Some(Route::ListRequests) => Answer::json(200, &Value::Array(self.capture.all())),
-            Some(Route::ClearRequests) => {
-                self.capture.clear();
-                Answer::empty(204)
-            }
-            Some(Route::SetScript) => {
-                let parsed = serde_json::from_slice::<Value>(&request.body)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|v| Script::from_json(&v));
-                match parsed {
-                    Ok(script) => {
-                        let turns = script.remaining();
-                        *self.script.lock().unwrap_or_else(|p| p.into_inner()) = script;
-                        Answer::json(200, &json!({"ok": true, "turns": turns}))
-                    }
-                    Err(e) => Answer::json(400, &json!({"error": format!("{e:#}")})),
-                }
-            }
-            // Unknown routes are captured too: 404 with a JSON reason.
-            None => {
-                let body = json!({"error": format!("mock-providers: no route for {} {}", request.method, request.url.path())});
-                self.capture.record(record(
-                    None,
-                    request,
-                    &json!({"accepted": false, "status": 404, "body": body}),
-                ));
-                Answer::json(404, &body)
-            }
+    fn answer<'a>(&'a self, request: &'a Request) -> Pending<'a> {
+        if let Some(channel) = &self.telegram
+            && telegram::is_channel_path(request.url.path())
+        {
+            return Box::pin(async move {
+                let r = channel.answer(request, &self.capture).await;
+                Answer::raw(r.status, r.body, r.content_type)
+            });
         }
+        let answer = self.answer_now(request);
+        Box::pin(async move { answer })
     }
 
     /// A body over the limit is the API's refusal, captured (with its declared length); a body
@@ -248,6 +237,41 @@ fn request_id_header(provider: Provider) -> Option<(&'static str, String)> {
 }
 
 impl State {
+    /// The answer of every route but the channel's: made at once.
+    fn answer_now(&self, request: &Request) -> Answer {
+        match route(request) {
+            Some(Route::Api(provider)) => self.answer_api(provider, request),
+            Some(Route::ListRequests) => Answer::json(200, &Value::Array(self.capture.all())),
+            Some(Route::ClearRequests) => {
+                self.capture.clear();
+                Answer::empty(204)
+            }
+            Some(Route::SetScript) => {
+                let parsed = serde_json::from_slice::<Value>(&request.body)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|v| Script::from_json(&v));
+                match parsed {
+                    Ok(script) => {
+                        let turns = script.remaining();
+                        *self.script.lock().unwrap_or_else(|p| p.into_inner()) = script;
+                        Answer::json(200, &json!({"ok": true, "turns": turns}))
+                    }
+                    Err(e) => Answer::json(400, &json!({"error": format!("{e:#}")})),
+                }
+            }
+            // Unknown routes are captured too: 404 with a JSON reason.
+            None => {
+                let body = json!({"error": format!("mock-providers: no route for {} {}", request.method, request.url.path())});
+                self.capture.record(record(
+                    None,
+                    request,
+                    &json!({"accepted": false, "status": 404, "body": body}),
+                ));
+                Answer::json(404, &body)
+            }
+        }
+    }
+
     fn answer_api(&self, provider: Provider, request: &Request) -> Answer {
         let verdict = validate(provider, &request.body);
         let Verdict::Rejected {
@@ -352,9 +376,13 @@ fn reply(provider: Provider, turn: &Turn, request: &Request) -> Reply {
 impl MockProviders {
     pub async fn start(config: Config) -> anyhow::Result<MockProviders> {
         let listener = TcpListener::bind(config.addr)?;
+        let telegram = config
+            .telegram
+            .map(|setup| telegram::Channel::new(setup, config.capture.as_deref()));
         let state = Arc::new(State {
             script: Mutex::new(config.script),
             capture: Capture::new(config.capture.as_deref())?,
+            telegram,
         });
         let transport = Transport::start(listener, state.clone()).await?;
         Ok(MockProviders { transport, state })
@@ -398,7 +426,14 @@ impl MockProviders {
             "base_urls": bases,
             "endpoints": endpoints,
             "admin": {"requests": format!("{base}/__mock/requests"), "script": format!("{base}/__mock/script")},
+            "channels": {"telegram": self.telegram_api_root()},
         })
+    }
+
+    /// The Telegram API root (a client's `apiRoot`; methods are `{root}/bot{token}/{method}`),
+    /// when the channel is set up.
+    pub fn telegram_api_root(&self) -> Option<String> {
+        self.state.telegram.as_ref().map(|_| self.uri())
     }
 
     /// Every request received so far with its verdict, in arrival order.

@@ -8,7 +8,9 @@
 //! (no panic: wiremock's server, used before, panicked there and read any body whole).
 
 use std::convert::Infallible;
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -75,12 +77,16 @@ pub(super) enum Unread {
     Broken,
 }
 
+/// An answer still being made: a route may wait (a long poll) without holding up the others,
+/// which the server's single thread runs meanwhile.
+pub(super) type Pending<'a> = Pin<Box<dyn Future<Output = Answer> + Send + 'a>>;
+
 /// What the server does with requests; `request.body` is empty until read.
 pub(super) trait Service: Send + Sync + 'static {
     /// The largest body this request may carry.
     fn body_limit(&self, request: &Request) -> usize;
     /// The answer to a request read whole.
-    fn answer(&self, request: &Request) -> Answer;
+    fn answer<'a>(&'a self, request: &'a Request) -> Pending<'a>;
     /// The answer to a request whose body was not read whole.
     fn unread(&self, request: &Request, why: Unread) -> Answer;
 }
@@ -222,7 +228,7 @@ async fn handle(service: &dyn Service, request: hyper::Request<Incoming>) -> Res
     match read_body(&mut body, limit, declared).await {
         Ok(bytes) => {
             request.body = bytes;
-            response(service.answer(&request), false)
+            response(service.answer(&request).await, false)
         }
         Err(why) => response(service.unread(&request, why), true),
     }

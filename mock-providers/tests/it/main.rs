@@ -11,3 +11,4 @@ mod mcp_http;
 mod mcp_protocol;
 mod props;
 mod rules;
+mod telegram;
