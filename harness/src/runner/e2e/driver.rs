@@ -20,6 +20,7 @@ use super::baseline::Baseline;
 use super::cases::{self, E2eCase};
 use super::install;
 use super::one_turn::TurnSpec;
+use crate::runner::campaign::Shard;
 use case::{CaseOutcome, Isolation, run_case};
 
 #[derive(clap::Args, Debug)]
@@ -33,6 +34,10 @@ pub struct E2eArgs {
     /// Run only this case id (repeatable); ids are stable for a given --seed.
     #[arg(long = "case", value_name = "ID")]
     pub only: Vec<String>,
+    /// Run only shard K of N (1-based) of the cases: every N-th case of the plan from the K-th,
+    /// so N runs with the same --cases and --seed, one per shard, run each case once.
+    #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
+    pub shard: Option<Shard>,
     /// Seed for the generated cases.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -97,7 +102,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
         None => Baseline::default(),
     };
     let isolation = Isolation::probe(&args.isolation)?;
-    let plan = select_cases(&args)?;
+    let plan = shard_cases(select_cases(&args)?, args.shard.unwrap_or(Shard::WHOLE));
     let report = absolute(&args.report.clone().unwrap_or_else(|| {
         crate::runner::report::default_dir(&format!("e2e-{}-{{stamp}}", adapter.name))
     }))?;
@@ -207,10 +212,57 @@ fn select_cases(args: &E2eArgs) -> Result<Vec<E2eCase>> {
         .collect()
 }
 
+/// The cases of `shard`: every `count`-th case of `plan` from the shard's index, so the shards
+/// of one plan are disjoint, together the whole plan, and each gets its share of the seed
+/// scenarios (which come first and take longer than most generated cases).
+pub fn shard_cases(plan: Vec<E2eCase>, shard: Shard) -> Vec<E2eCase> {
+    plan.into_iter()
+        .enumerate()
+        .filter(|(i, _)| *i as u64 % shard.count == shard.index)
+        .map(|(_, case)| case)
+        .collect()
+}
+
 fn absolute(path: &Path) -> Result<PathBuf> {
     Ok(if path.is_absolute() {
         path.to_path_buf()
     } else {
         std::env::current_dir()?.join(path)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever the shard count, the shards of a plan are disjoint, keep the plan's order and
+    /// together are the whole plan.
+    #[test]
+    fn shards_partition_the_cases() {
+        let plan = cases::plan(13, 1);
+        let ids = |cases: &[E2eCase]| cases.iter().map(|c| c.id.clone()).collect::<Vec<_>>();
+        let whole = ids(&plan);
+        assert_eq!(ids(&shard_cases(plan.clone(), Shard::WHOLE)), whole);
+        for count in 2..=5 {
+            let mut union = Vec::new();
+            for index in 0..count {
+                let part = ids(&shard_cases(plan.clone(), Shard { index, count }));
+                assert!(!part.is_empty(), "shard {index} of {count}");
+                let in_order: Vec<_> = whole
+                    .iter()
+                    .filter(|id| part.contains(id))
+                    .cloned()
+                    .collect();
+                assert_eq!(
+                    part, in_order,
+                    "shard {index} of {count} keeps the plan's order"
+                );
+                union.extend(part);
+            }
+            union.sort();
+            let mut expected = whole.clone();
+            expected.sort();
+            assert_eq!(union, expected, "{count} shards: each case exactly once");
+        }
+    }
 }
