@@ -88,6 +88,9 @@ enum Task {
         /// Join each runtime's shard reports (`normfuzz merge-reports`) and write the table.
         #[arg(long, conflicts_with = "shard")]
         merge: bool,
+        /// Run this `normfuzz` binary instead of building one (a CI job given the build job's).
+        #[arg(long, value_name = "PATH")]
+        normfuzz: Option<PathBuf>,
     },
     /// Build the libFuzzer targets (`fuzz/`) with `.clusterfuzzlite/build.sh` and run them.
     ///
@@ -177,8 +180,12 @@ impl Task {
                 jobs,
                 shard,
                 merge,
+                normfuzz,
             } => {
-                let normfuzz = build_normfuzz(&root)?;
+                let normfuzz = match normfuzz {
+                    Some(path) => path,
+                    None => build_normfuzz(&root)?,
+                };
                 let options = matrix::Options {
                     runtimes,
                     cases,

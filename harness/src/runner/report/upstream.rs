@@ -20,13 +20,14 @@ pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repr
         runtime.version,
         rule.summary()
     );
+    let packages: Vec<String> = runtime.install.iter().map(|p| code(p)).collect();
     let _ = writeln!(
         md,
-        "An MCP tool result goes through {} ({}) on its way to the model, and what the model \
-         gets breaks this rule:\n\n> **{rule}**: {}.\n\nWhat was seen: {}\n",
-        runtime.function,
-        runtime.install.join(", "),
+        "What the model gets from an MCP tool result breaks this rule:\n\n> **{rule}**: {}.\n\n\
+         - packages: {}\n- code path: {}\n- what was seen: {}\n",
         rule.summary(),
+        packages.join(", "),
+        runtime.function,
         code(&finding.seen),
     );
     let _ = writeln!(
