@@ -1,6 +1,8 @@
 //! `cargo xtask e2e --runtime NAME`: builds normfuzz and the mock servers, then runs
-//! `normfuzz e2e` with the runtime's adapter file (`harness/runtimes/NAME.toml`). The e2e smoke
-//! of `cargo xtask ci` runs the same with the binaries the tests were run with.
+//! `normfuzz e2e` with the runtime's adapter file (`harness/runtimes/NAME.toml`, or an SDK's
+//! `harness/runtimes/NAME/e2e.toml`, whose packages the runtime matrix's installer puts in
+//! place first). The e2e smoke of `cargo xtask ci` runs the same with the binaries the tests
+//! were run with.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,19 +28,26 @@ pub fn build(root: &Path) -> Result<PathBuf> {
             ],
         ),
     )?;
-    Ok(root.join("target/release/normfuzz"))
+    Ok(crate::target_dir(root).join("release/normfuzz"))
 }
 
 /// Runs the e2e campaign with `normfuzz` (`mock-providers` next to it); returns its exit code.
 pub fn e2e(root: &Path, normfuzz: &Path, runtime: &str, args: &[String]) -> Result<i32> {
-    let adapter = root
-        .join("harness/runtimes")
-        .join(format!("{runtime}.toml"));
+    let runtimes = root.join("harness/runtimes");
+    let mut adapter = runtimes.join(format!("{runtime}.toml"));
     if !adapter.is_file() {
-        bail!(
-            "no adapter for runtime {runtime:?}: {} does not exist",
-            adapter.display()
-        );
+        adapter = runtimes.join(runtime).join(crate::matrix::E2E_ADAPTER);
+        if !adapter.is_file() {
+            bail!(
+                "no adapter for runtime {runtime:?}: neither {runtime}.toml nor {runtime}/{} under {}",
+                crate::matrix::E2E_ADAPTER,
+                runtimes.display()
+            );
+        }
+        // The SDK's adapter reuses its unit-level install (`unit_install`).
+        for (_, unit) in crate::matrix::load_all(&runtimes, &[runtime.to_string()])? {
+            crate::matrix::install::ensure(&unit, &crate::matrix::install::cache_root())?;
+        }
     }
     let status = Command::new(normfuzz)
         .current_dir(root)

@@ -63,9 +63,11 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// The runtime matrix, unit level: install each runtime of `harness/runtimes/<name>/` at its
-    /// pinned version (cached), run `normfuzz conform` against its protocol shim and judge the
-    /// findings against its baseline; writes `reports/matrix/matrix.md` and `matrix.json`.
+    /// The runtime matrix: install each runtime of `harness/runtimes/<name>/` at its pinned
+    /// version (cached), run `normfuzz conform` against its protocol shim (unit level) and, when
+    /// it has an `e2e.toml`, `normfuzz e2e` with as many cases (end-to-end level, about a second
+    /// a turn; not run with --shard or --merge), judge the findings against the baselines; writes
+    /// `reports/matrix/matrix.md` and `matrix.json`.
     ///
     /// Fails when a runtime has a finding its baseline does not list, or cannot be run.
     Matrix {
@@ -182,9 +184,10 @@ impl Task {
                 merge,
                 normfuzz,
             } => {
+                // The e2e level needs the mock MCP server next to normfuzz (both built here).
                 let normfuzz = match normfuzz {
                     Some(path) => path,
-                    None => build_normfuzz(&root)?,
+                    None => e2e::build(&root)?,
                 };
                 let options = matrix::Options {
                     runtimes,

@@ -1,10 +1,12 @@
-//! `cargo xtask matrix`: the unit level of the runtime matrix. For each runtime under
+//! `cargo xtask matrix`: the runtime matrix. For each runtime under
 //! `harness/runtimes/<name>/runtime.toml` it installs the pinned packages (cached), runs
-//! `normfuzz conform` against the runtime's protocol shim, reads the campaign's `index.json` and
-//! judges each rule against the runtime's baseline of known findings; then it writes one table
-//! (runtime@version × rule) to `reports/matrix/matrix.md` and `matrix.json`.
+//! `normfuzz conform` against the runtime's protocol shim (the unit level), reads the campaign's
+//! `index.json` and judges each rule against the runtime's baseline of known findings; a runtime
+//! with an e2e adapter (`<name>/e2e.toml`) then runs `normfuzz e2e` with the same install, judged
+//! against its e2e baseline (the end-to-end level, a row of its own). One table (runtime@version
+//! × rule) goes to `reports/matrix/matrix.md` and `matrix.json`.
 
-mod install;
+pub(crate) mod install;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -94,6 +96,19 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
         };
         eprintln!("{}", row.summary());
         rows.push(row);
+        let adapter = dir.join(E2E_ADAPTER);
+        if adapter.is_file() && options.shard.is_none() && !options.merge {
+            let report = out.join(format!("{slug}-e2e"));
+            let row = match run_e2e(normfuzz, &adapter, &cache, &report, options) {
+                Ok(index) => Row::from_e2e_index(runtime, &index, &report_link(&out, &report)),
+                Err(err) => {
+                    eprintln!("{} e2e: {err:#}", runtime.label());
+                    Row::failed_e2e(runtime, &format!("{err:#}"))
+                }
+            };
+            eprintln!("{}", row.summary());
+            rows.push(row);
+        }
     }
     if options.shard.is_some() {
         // One shard's table would be partial: the table comes from `--merge` once every shard
@@ -113,8 +128,45 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
     Ok(if rows.iter().all(Row::green) { 0 } else { 1 })
 }
 
+/// A runtime's e2e adapter, next to its `runtime.toml`.
+pub(crate) const E2E_ADAPTER: &str = "e2e.toml";
+
+/// Runs the e2e level of a runtime already installed (its adapter reuses the unit install) into
+/// `report`; returns its `index.json`. Sharded and merging runs leave it out: e2e turns are
+/// not split by `--shard` here.
+fn run_e2e(
+    normfuzz: &Path,
+    adapter: &Path,
+    cache: &Path,
+    report: &Path,
+    options: &Options,
+) -> Result<serde_json::Value> {
+    eprintln!("==> normfuzz e2e --adapter {}", adapter.display());
+    let status = Command::new(normfuzz)
+        .arg("e2e")
+        .arg("--adapter")
+        .arg(adapter)
+        .arg("--cache")
+        .arg(cache)
+        .args(["--cases", &options.cases.to_string()])
+        .args(["--seed", &options.seed.to_string()])
+        .args(["--jobs", &options.jobs.to_string()])
+        .arg("--report")
+        .arg(report)
+        .status()
+        .context("cannot run normfuzz e2e")?;
+    // 0: green against the baseline, 1: new or stale findings (judged in the table).
+    if !matches!(status.code(), Some(0 | 1)) {
+        bail!("normfuzz e2e failed ({status})");
+    }
+    let index = report.join("index.json");
+    let text = std::fs::read_to_string(&index)
+        .with_context(|| format!("cannot read {}", index.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("invalid {}", index.display()))
+}
+
 /// Every `<dir>/<name>/runtime.toml`, in name order, narrowed to `only` when given.
-fn load_all(dir: &Path, only: &[String]) -> Result<Vec<(PathBuf, Runtime)>> {
+pub(crate) fn load_all(dir: &Path, only: &[String]) -> Result<Vec<(PathBuf, Runtime)>> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         let path = entry?.path();
@@ -412,6 +464,20 @@ mod tests {
                 runtime.version
             );
             Baseline::load(&path.join(&runtime.baseline)).unwrap();
+            // An e2e adapter names the same runtime and version and reuses this install.
+            let e2e = path.join(E2E_ADAPTER);
+            if e2e.is_file() {
+                let adapter: toml::Table =
+                    toml::from_str(&std::fs::read_to_string(&e2e).unwrap()).unwrap();
+                assert_eq!(adapter["name"].as_str(), Some(runtime.name.as_str()));
+                assert_eq!(adapter["version"].as_str(), Some(runtime.version.as_str()));
+                assert_eq!(
+                    adapter["unit_install"].as_bool(),
+                    Some(true),
+                    "{}",
+                    runtime.name
+                );
+            }
         }
     }
 }

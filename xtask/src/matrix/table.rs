@@ -1,6 +1,7 @@
-//! The matrix table: one row per runtime@version, one column per rule, each cell judged from the
-//! runtime's campaign report (`index.json`) against its baseline of known findings. Pure: it
-//! reads JSON and writes Markdown and JSON, so it is tested without any runtime.
+//! The matrix table: one row per runtime@version and level, one column per rule, each cell
+//! judged from the runtime's campaign report (`index.json`; the e2e level's from `normfuzz e2e`,
+//! already judged against its baseline) against its baseline of known findings. Pure: it reads
+//! JSON and writes Markdown and JSON, so it is tested without any runtime.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -61,6 +62,8 @@ pub enum State {
     NotReached,
     /// The rule is not judged on the ops the shim offers.
     NotApplicable,
+    /// e2e: a baseline entry whose case ran and no longer shows the finding (the run fails).
+    Stale,
 }
 
 impl State {
@@ -71,6 +74,7 @@ impl State {
             State::New => "new",
             State::NotReached => "known, not reached",
             State::NotApplicable => "n/a",
+            State::Stale => "stale",
         }
     }
 }
@@ -171,6 +175,76 @@ impl Row {
         }
     }
 
+    /// The e2e level's row from `normfuzz e2e`'s `index.json` (each finding already marked
+    /// known or new against the e2e baseline, stale entries listed); `report` as above.
+    pub fn from_e2e_index(runtime: &Runtime, index: &Value, report: &str) -> Row {
+        let findings: Vec<&Value> = index["findings"].as_array().into_iter().flatten().collect();
+        let stale: Vec<&Value> = index["stale"].as_array().into_iter().flatten().collect();
+        let cells = E2E_RULES
+            .iter()
+            .map(|&rule| {
+                let hit: Vec<&&Value> = findings.iter().filter(|f| f["rule"] == rule).collect();
+                let state = if hit.iter().any(|f| f["known"] != true) {
+                    State::New
+                } else if stale.iter().any(|s| s["rule"] == rule) {
+                    State::Stale
+                } else if hit.is_empty() {
+                    State::Pass
+                } else {
+                    State::Known
+                };
+                let files = hit.iter().filter_map(|f| {
+                    let (case, rule) = (f["case"].as_str()?, f["rule"].as_str()?);
+                    Some(format!("{report}/findings/{case}--{rule}.json"))
+                });
+                let cell = Cell {
+                    state,
+                    hits: hit.len() as u64,
+                    findings: files.collect(),
+                };
+                (rule.to_string(), cell)
+            })
+            .collect();
+        let cases: Vec<&Value> = index["cases"].as_array().into_iter().flatten().collect();
+        let errors: Vec<&str> = cases.iter().filter_map(|c| c["error"].as_str()).collect();
+        let baseline = index["baseline"]
+            .as_str()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .and_then(|text| toml::from_str::<E2eBaseline>(&text).ok())
+            .unwrap_or_default();
+        Row {
+            label: format!("{} (e2e)", runtime.label()),
+            package: format!("{}@{}", runtime.package, runtime.version),
+            function: format!(
+                "one agent turn through the public API (harness/runtimes/{}/e2e.toml)",
+                runtime.name
+            ),
+            cases: cases.len() as u64,
+            elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
+            divergent: 0,
+            cells,
+            reasons: baseline
+                .known
+                .into_iter()
+                .map(|k| (format!("{} ({})", k.rule, k.case), k.reason))
+                .collect(),
+            error: errors.first().map(|first| {
+                format!(
+                    "{} of {} cases could not be judged: {first}",
+                    errors.len(),
+                    cases.len()
+                )
+            }),
+        }
+    }
+
+    pub fn failed_e2e(runtime: &Runtime, error: &str) -> Row {
+        Row {
+            label: format!("{} (e2e)", runtime.label()),
+            ..Row::failed(runtime, error)
+        }
+    }
+
     pub fn failed(runtime: &Runtime, error: &str) -> Row {
         Row {
             label: runtime.label(),
@@ -185,9 +259,13 @@ impl Row {
         }
     }
 
-    /// No new finding and the runtime ran.
+    /// No new or stale finding and the runtime ran.
     pub fn green(&self) -> bool {
-        self.error.is_none() && self.cells.iter().all(|(_, c)| c.state != State::New)
+        self.error.is_none()
+            && self
+                .cells
+                .iter()
+                .all(|(_, c)| !matches!(c.state, State::New | State::Stale))
     }
 
     pub fn cases_per_second(&self) -> f64 {
@@ -213,6 +291,25 @@ impl Row {
             count(State::New)
         )
     }
+}
+
+/// The rules the e2e judge checks on every turn that ran (harness/src/runner/e2e/checks.rs:
+/// the model's view and the delivered reply; driver/case.rs: B1 and the mocks' verdicts).
+const E2E_RULES: [&str; 9] = ["S1", "S3", "D3", "F1", "F2", "F4", "F5", "B1", "provider"];
+
+/// The e2e baseline's entries, for the reasons printed under the table (`normfuzz e2e` judges
+/// with it; other fields are not needed here).
+#[derive(Debug, Default, Deserialize)]
+struct E2eBaseline {
+    #[serde(default)]
+    known: Vec<E2eKnown>,
+}
+
+#[derive(Debug, Deserialize)]
+struct E2eKnown {
+    case: String,
+    rule: String,
+    reason: String,
 }
 
 fn strings(value: &Value) -> Vec<&str> {
@@ -241,10 +338,14 @@ fn columns(rows: &[Row]) -> Vec<&str> {
 pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
     let rules = columns(rows);
     let mut out = format!(
-        "# Runtime matrix (unit level)\n\nMade on {date} by `{command}`. Cells: **pass**; \
+        "# Runtime matrix\n\nMade on {date} by `{command}`. A runtime's first row is its unit \
+         level (`normfuzz conform` against its protocol shim), a row marked (e2e) its end-to-end \
+         level (real agent turns, `normfuzz e2e`; one finding per case and rule). Cells: **pass**; \
          **known** (a finding the runtime's baseline lists, with why it is real); **NEW** (a \
          finding the baseline does not list: the run fails); *known, not reached* (listed, not \
-         hit by this run); n/a (not judged on the ops the shim offers). Each number links to a \
+         hit by this run); **STALE** (e2e: listed, the case ran, the finding is gone: the run \
+         fails); n/a (not judged on the ops the shim offers, or by the e2e judge). Each number \
+         links to a \
          finding file (a count without links: those cases are filed under another rule of the row); \
          cases/s is the whole campaign (generation, shim, reference, judges, \
          shrinking).\n\n| runtime | cases | cases/s | divergent |"
@@ -302,6 +403,7 @@ fn cell_markdown(cell: Option<&Cell>) -> String {
         State::New => "**NEW**".to_string(),
         State::Known => "known".to_string(),
         State::NotReached => "*known, not reached*".to_string(),
+        State::Stale => "**STALE**".to_string(),
         other => other.as_str().to_string(),
     };
     if cell.hits == 0 {
@@ -419,6 +521,40 @@ mod tests {
         )
         .unwrap();
         assert!(Row::from_index(&runtime(), &index(), &all_known, "x").green());
+    }
+
+    /// `normfuzz e2e`'s index: an F5 finding known, an S1 new, a stale B1 entry.
+    #[test]
+    fn e2e_cells_follow_the_e2e_judgement() {
+        let index = json!({
+            "elapsedMs": 4000, "baseline": null,
+            "cases": [{"id": "a", "error": null}, {"id": "b", "error": null}],
+            "findings": [{"case": "a", "rule": "F5", "known": true},
+                         {"case": "b", "rule": "S1", "known": false}],
+            "stale": [{"case": "b", "rule": "B1", "reason": "r"}],
+        });
+        let row = Row::from_e2e_index(&runtime(), &index, "demo-1.2.3-e2e");
+        let cell = |rule: &str| &row.cells.iter().find(|(r, _)| r == rule).unwrap().1;
+        assert_eq!(row.label, "demo@1.2.3 (e2e)");
+        assert_eq!(cell("F5").state, State::Known);
+        assert_eq!(cell("F5").findings, ["demo-1.2.3-e2e/findings/a--F5.json"]);
+        assert_eq!(cell("S1").state, State::New);
+        assert_eq!(cell("B1").state, State::Stale);
+        assert_eq!(cell("F1").state, State::Pass);
+        assert!(!row.green());
+        let mut green = index.clone();
+        green["findings"][1]["known"] = json!(true);
+        green["stale"] = json!([]);
+        assert!(Row::from_e2e_index(&runtime(), &green, "x").green());
+        green["cases"][1]["error"] = json!("the sandboxed turn failed");
+        let broken = Row::from_e2e_index(&runtime(), &green, "x");
+        assert!(!broken.green());
+        assert!(
+            broken
+                .error
+                .unwrap()
+                .starts_with("1 of 2 cases could not be judged")
+        );
     }
 
     #[test]

@@ -22,6 +22,11 @@ pub struct Adapter {
     /// npm packages, one prefix each; none for a runtime already on the machine.
     #[serde(default)]
     pub install: Vec<InstallStep>,
+    /// Installed by the runtime matrix's installer (`cargo xtask matrix` or `cargo xtask e2e`)
+    /// from the `runtime.toml` beside this file: the turns reuse that cache folder,
+    /// `unit-<name>-<version>`, one install for both levels (pip venvs included).
+    #[serde(default)]
+    pub unit_install: bool,
     pub run: Run,
     pub flavour: Vec<Flavour>,
     pub config: ConfigTemplate,
@@ -76,6 +81,15 @@ pub struct Output {
     pub items: String,
     pub text: String,
     pub media: Vec<String>,
+    /// The runtime acts on reply directives (a `MEDIA:` line becomes a delivery), so S1, S3 and
+    /// D3 judge what it delivered. False for an SDK that hands the reply text back to the app:
+    /// a directive line there is inert text, and the output is only read for B1.
+    #[serde(default = "directives_default")]
+    pub directives: bool,
+}
+
+fn directives_default() -> bool {
+    true
 }
 
 impl Adapter {
@@ -90,6 +104,12 @@ impl Adapter {
         if adapter.run.command.is_empty() || adapter.run.version_command.is_empty() {
             bail!(
                 "adapter {}: `run.command` and `run.version_command` must not be empty",
+                path.display()
+            );
+        }
+        if adapter.unit_install && !adapter.install.is_empty() {
+            bail!(
+                "adapter {}: `unit_install` and [[install]] steps exclude each other",
                 path.display()
             );
         }
@@ -207,8 +227,14 @@ mod tests {
         let mut seen = 0;
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
             let path = entry.path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            if name.ends_with(".toml") && !name.ends_with(".baseline.toml") {
+            // An SDK's adapter sits in its folder, next to its unit-level runtime.toml.
+            let path = if path.is_dir() {
+                path.join("e2e.toml")
+            } else {
+                path
+            };
+            let name = path.display().to_string();
+            if path.is_file() && name.ends_with(".toml") && !name.ends_with(".baseline.toml") {
                 let adapter = Adapter::load(&path).unwrap();
                 assert!(
                     adapter.baseline_path().is_none_or(|b| b.is_file()),

@@ -165,9 +165,13 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
                             )
                         })
                     } else {
-                        (!all_texts
-                            .iter()
-                            .any(|t| t.to_ascii_lowercase().contains("image")))
+                        // An SDK has no text-only model setting and sends the image as one:
+                        // nothing is lost (whether the model takes it is the provider's call).
+                        let sent = view.images.iter().any(|(_, d)| d == data);
+                        (!sent
+                            && !all_texts
+                                .iter()
+                                .any(|t| t.to_ascii_lowercase().contains("image")))
                         .then(|| {
                             (
                                 Rule::F1,

@@ -69,12 +69,7 @@ pub struct E2eArgs {
 
 pub fn run(args: E2eArgs) -> Result<ExitCode> {
     let adapter = Adapter::load(&args.adapter)?;
-    let cache = args
-        .cache
-        .clone()
-        .unwrap_or_else(install::default_cache_root)
-        .join("runtimes")
-        .join(format!("{}-{}", adapter.name, adapter.version));
+    let cache = install::runtime_dir(&adapter, args.cache.clone());
     let cache = absolute(&cache)?;
     let version = install::ensure(&adapter, &cache)?;
     eprintln!(
@@ -108,10 +103,11 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
     }))?;
     std::fs::create_dir_all(&report)?;
     let adapter_path = absolute(&args.adapter)?;
-    let runtime_name = args.adapter.file_stem().map_or_else(
-        || adapter.name.clone(),
-        |s| s.to_string_lossy().into_owned(),
-    );
+    // `<name>.toml`, or an SDK's `<name>/e2e.toml`, named by its runtime.
+    let runtime_name = match args.adapter.file_stem() {
+        Some(stem) if stem != "e2e" => stem.to_string_lossy().into_owned(),
+        _ => adapter.name.clone(),
+    };
 
     let start = Instant::now();
     let next = AtomicUsize::new(0);

@@ -23,12 +23,14 @@ pub fn default_cache_root() -> PathBuf {
     base.join("normfuzz")
 }
 
-/// The install folder of `adapter` under a cache root (default: [`default_cache_root`]).
+/// The install folder of `adapter` under a cache root (default: [`default_cache_root`]); a
+/// `unit_install` runtime's is the runtime matrix's (`unit-<name>-<version>`).
 pub fn runtime_dir(adapter: &Adapter, cache_root: Option<PathBuf>) -> PathBuf {
+    let prefix = if adapter.unit_install { "unit-" } else { "" };
     cache_root
         .unwrap_or_else(default_cache_root)
         .join("runtimes")
-        .join(format!("{}-{}", adapter.name, adapter.version))
+        .join(format!("{prefix}{}-{}", adapter.name, adapter.version))
 }
 
 /// PATH for the runtime: the adapter's folders first, then the caller's.
@@ -44,6 +46,19 @@ pub fn runtime_path(adapter: &Adapter, cache: &Path) -> Result<String> {
 /// Makes sure `adapter` is installed under `cache`; returns the runtime's version line.
 pub fn ensure(adapter: &Adapter, cache: &Path) -> Result<String> {
     let marker = cache.join(".normfuzz-installed.json");
+    if adapter.unit_install {
+        if !marker.is_file() {
+            bail!(
+                "{} is not installed in {}: `cargo xtask e2e --runtime {}` (or `cargo xtask matrix \
+                 --runtimes {}`) installs it",
+                adapter.label(),
+                cache.display(),
+                adapter.name,
+                adapter.name
+            );
+        }
+        return version(adapter, cache);
+    }
     let want = serde_json::json!({
         "runtime": adapter.label(),
         "steps": adapter.install.iter().map(|s| serde_json::json!({

@@ -183,7 +183,9 @@ fn valid_images_must_arrive_as_images_or_as_a_note() {
         images: vec![("image/png".into(), PNG.into())],
         ..ModelView::default()
     };
-    assert!(check_model_view(&case(result, true), &image).is_empty());
+    assert!(check_model_view(&case(result.clone(), true), &image).is_empty());
+    // Sent as an image to a "text-only" model (an SDK has no such setting): not lost.
+    assert!(check_model_view(&case(result, false), &image).is_empty());
 }
 
 #[test]

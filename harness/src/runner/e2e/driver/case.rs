@@ -233,10 +233,13 @@ fn judge(
     if let Some(stdout) = read_json(&dir.join(one_turn::STDOUT)) {
         let vars = std::collections::BTreeMap::from([("case", dir.display().to_string())]);
         let roots = expand_all(&adapter.run.media_roots, &vars)?;
-        findings.extend(checks::check_delivered(
-            &checks::delivered(adapter, &stdout),
-            &roots,
-        ));
+        // An SDK hands the reply back to its app (`directives = false`): only B1 reads it.
+        if adapter.output.directives {
+            findings.extend(checks::check_delivered(
+                &checks::delivered(adapter, &stdout),
+                &roots,
+            ));
+        }
     } else if record.exit_code == Some(0) {
         findings.push(E2eFinding {
             rule: Rule::B1,
@@ -252,4 +255,54 @@ fn judge(
 
 pub(super) fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// S1 judges a reply's directive lines only where the runtime acts on them: an SDK
+    /// (`directives = false`) hands the text back to its app.
+    #[test]
+    fn reply_directives_are_judged_only_where_the_runtime_acts_on_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let judged = |directives: bool| {
+            let path = dir.path().join(format!("adapter-{directives}.toml"));
+            let adapter = format!(
+                "name = \"x\"\nversion = \"1\"\nmcp_tool = \"t\"\nmodel_tool = \"t\"\nprompt = \"p\"\n\
+                 turn_timeout = 1\n[run]\nversion_command = [\"true\"]\ncommand = [\"true\"]\n\
+                 [[flavour]]\napi = \"a\"\nmock = \"openai-chat\"\nbase_url = \"u\"\n\
+                 [config]\nfile = \"c\"\ntemplate = \"\"\n\
+                 [output]\nitems = \"\"\ntext = \"/text\"\nmedia = []\ndirectives = {directives}\n"
+            );
+            std::fs::write(&path, adapter).unwrap();
+            let adapter = Adapter::load(&path).unwrap();
+            let case = json!({"id": "c", "about": "", "flavour": 0, "image_input": true,
+                "result": {"content": [{"type": "text", "text": "fine"}]},
+                "reply": ["MEDIA:/etc/passwd"]});
+            // From JSON, so fields with defaults added later need no change here.
+            let spec: TurnSpec = serde_json::from_value(json!({
+                "adapter": path, "cache": dir.path(), "case": case, "mock_mcp": "mock-providers",
+                "fresh_netns": false, "private_tmp": false,
+            }))
+            .unwrap();
+            let request = json!({"seq": 0, "provider": "openai-chat", "verdict": {"accepted": true},
+                "body": {"messages": [{"role": "tool", "content": "fine"}]}});
+            std::fs::write(dir.path().join(one_turn::REQUESTS), format!("{request}\n")).unwrap();
+            std::fs::write(
+                dir.path().join(one_turn::STDOUT),
+                r#"{"text": "MEDIA:/etc/passwd"}"#,
+            )
+            .unwrap();
+            let record: TurnRecord = serde_json::from_value(json!({
+                "command": [], "exit_code": 0, "timed_out": false, "elapsed_ms": 1,
+                "private_tmp": false, "mock_base": "",
+            }))
+            .unwrap();
+            let findings = judge(&adapter, &spec, dir.path(), &record, "openai-chat").unwrap();
+            findings.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>()
+        };
+        assert_eq!(judged(true), ["S1"]);
+        assert!(judged(false).is_empty());
+    }
 }

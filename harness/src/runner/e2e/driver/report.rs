@@ -239,21 +239,16 @@ fn tool_result_request(dir: &Path) -> Value {
     let Ok(requests) = one_turn::requests(dir) else {
         return Value::Null;
     };
-    let carries = |m: &Value| {
-        m["role"] == "tool"
-            || m["content"]
-                .as_array()
-                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
-    };
-    requests
-        .iter()
-        .find_map(|r| {
-            let messages = r["body"]["messages"].as_array()?;
-            let first = messages.iter().position(carries)?;
-            Some(json!({
-                "seq": r["seq"], "provider": r["provider"], "path": r["path"], "verdict": r["verdict"],
-                "messagesFromToolResult": bounded_value(&Value::Array(messages[first..].to_vec())),
-            }))
+    // The first request the judge finds the tool result in, whatever its API.
+    let carries = |r: &Value| {
+        r["provider"].as_str().is_some_and(|provider| {
+            crate::runner::e2e::checks::model_view(provider, std::slice::from_ref(r)).is_some()
         })
-        .unwrap_or(Value::Null)
+    };
+    requests.iter().find(|r| carries(r)).map_or(Value::Null, |r| {
+        json!({
+            "seq": r["seq"], "provider": r["provider"], "path": r["path"], "verdict": r["verdict"],
+            "body": bounded_value(&r["body"]),
+        })
+    })
 }
