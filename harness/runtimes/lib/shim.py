@@ -2,7 +2,10 @@
 (docs/spec/sut-protocol.md) and the MCP SDK's own validation of a `tools/call` result.
 
 Requests are read from the binary stdin, which splits at b"\\n" only (`str.splitlines` would also
-split at U+0085, U+2028 and U+2029). Answers are ASCII JSON, so no character can break a line.
+split at U+0085, U+2028 and U+2029). Answers are UTF-8 JSON written by pydantic-core (a JSON text
+has no raw newline, and the harness splits answers at b"\\n" only): about 2.5 times faster than
+`json.dumps` on the multi-megabyte answers campaigns produce, which was a quarter of a Python
+shim's time.
 """
 
 import asyncio
@@ -10,6 +13,7 @@ import json
 import re
 import sys
 
+from pydantic_core import PydanticSerializationError, to_json
 from pydantic_core import from_json as parse_json  # what the MCP SDK parses messages with
 
 
@@ -52,8 +56,8 @@ def serve(name: str, handlers: dict) -> None:
 
     An exception becomes an `error` answer: the runtime raised instead of answering.
     """
-    out = sys.stdout
-    out.write(json.dumps({"normfuzz": 1, "name": name, "ops": list(handlers)}) + "\n")
+    out = sys.stdout.buffer
+    out.write(to_json({"normfuzz": 1, "name": name, "ops": list(handlers)}) + b"\n")
     out.flush()
     loop = asyncio.new_event_loop()
     stdin = sys.stdin.buffer
@@ -84,5 +88,10 @@ def serve(name: str, handlers: dict) -> None:
             answer = {"id": req["id"], "output": loop.run_until_complete(handler(req["input"]))}
         except Exception as err:
             answer = {"id": req["id"], "error": error_text(err)}
-        out.write(json.dumps(answer, ensure_ascii=True) + "\n")
+        try:
+            line = to_json(answer)
+        except PydanticSerializationError:
+            # What pydantic-core refuses (a lone surrogate in a runtime's text): escaped by json.
+            line = json.dumps(answer).encode()
+        out.write(line + b"\n")
         out.flush()
