@@ -59,7 +59,8 @@ enum Task {
         /// Runtime name (an adapter file under harness/runtimes/).
         #[arg(long)]
         runtime: String,
-        /// Further `normfuzz e2e` arguments: --cases N, --jobs N, --report DIR, --case ID, --seed S.
+        /// Further `normfuzz e2e` arguments: --cases N, --jobs N, --report DIR, --case ID, --seed S,
+        /// --via channel.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

@@ -34,12 +34,19 @@ fn mock_providers() -> PathBuf {
 }
 
 fn e2e(dir: &Path, mode: &str, baseline: Option<&str>) -> (i32, Value) {
-    let report = dir.join(format!("report-{mode}-{}", baseline.map_or(0, str::len)));
+    e2e_via(dir, mode, baseline, "payload")
+}
+
+fn e2e_via(dir: &Path, mode: &str, baseline: Option<&str>, via: &str) -> (i32, Value) {
+    let report = dir.join(format!(
+        "report-{mode}-{via}-{}",
+        baseline.map_or(0, str::len)
+    ));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_normfuzz"));
     cmd.arg("e2e")
         .arg("--adapter")
         .arg(adapter(dir, mode))
-        .args(["--cases", "10", "--jobs", "2", "--seed", "3"])
+        .args(["--cases", "11", "--jobs", "2", "--seed", "3", "--via", via])
         .arg("--report")
         .arg(&report)
         .arg("--cache")
@@ -61,20 +68,23 @@ fn e2e(dir: &Path, mode: &str, baseline: Option<&str>) -> (i32, Value) {
     (output.status.code().unwrap_or(-1), index)
 }
 
-fn found(index: &Value) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = index["findings"]
+/// (case, rule, layer) of every finding.
+fn found(index: &Value) -> Vec<(String, String, String)> {
+    let mut v: Vec<(String, String, String)> = index["findings"]
         .as_array()
         .unwrap()
         .iter()
         .map(|f| {
-            (
-                f["case"].as_str().unwrap().to_string(),
-                f["rule"].as_str().unwrap().to_string(),
-            )
+            let s = |k: &str| f[k].as_str().unwrap().to_string();
+            (s("case"), s("rule"), s("layer"))
         })
         .collect();
     v.sort();
     v
+}
+
+fn has(found: &[(String, String, String)], case: &str, rule: &str, layer: &str) -> bool {
+    found.contains(&(case.into(), rule.into(), layer.into()))
 }
 
 #[test]
@@ -82,29 +92,29 @@ fn a_runtime_that_follows_the_rules_passes_and_a_buggy_one_is_caught() {
     let dir = tempfile::tempdir().unwrap();
     let (code, good) = e2e(dir.path(), "good", None);
     assert_eq!(good["errors"], 0, "{good:#}");
-    assert_eq!(found(&good), Vec::<(String, String)>::new(), "{good:#}");
+    assert_eq!(found(&good), [], "{good:#}");
     assert_eq!(code, 0);
-    assert_eq!(good["cases"].as_array().unwrap().len(), 10);
+    assert_eq!(good["cases"].as_array().unwrap().len(), 11);
 
     let (code, bad) = e2e(dir.path(), "bad", None);
     assert_eq!(code, 1);
     let bad_found = found(&bad);
-    for expected in [
-        ("seed001-image-without-data", "F5"),
-        ("reply-media-etc-passwd-split", "S3"),
-        ("tool-text-plants-media", "S1"),
-        ("reply-media-metadata-url", "S3"),
+    for (case, rule, layer) in [
+        ("seed001-image-without-data", "F5", "model"),
+        ("reply-media-etc-passwd-split", "S3", "payload"),
+        ("tool-text-plants-media", "S1", "model"),
+        ("reply-media-metadata-url", "S3", "payload"),
     ] {
         assert!(
-            bad_found.contains(&(expected.0.to_string(), expected.1.to_string())),
-            "{expected:?} missing from {bad_found:?}"
+            has(&bad_found, case, rule, layer),
+            "{case} {rule} {layer} missing from {bad_found:?}"
         );
     }
     // Each finding is stored with the captured request and a repro line.
     let stored: Value = serde_json::from_slice(
         &std::fs::read(
             dir.path()
-                .join("report-bad-0/findings/seed001-image-without-data--F5.json"),
+                .join("report-bad-payload-0/findings/seed001-image-without-data--F5--model.json"),
         )
         .unwrap(),
     )
@@ -118,19 +128,104 @@ fn a_runtime_that_follows_the_rules_passes_and_a_buggy_one_is_caught() {
     );
 
     // Every finding in the baseline: green. One more entry that does not reproduce: stale, red.
-    let baseline: String = bad_found
-        .iter()
-        .map(|(case, rule)| {
-            format!("[[known]]\ncase = \"{case}\"\nrule = \"{rule}\"\nreason = \"fake\"\n")
-        })
-        .collect();
+    let baseline = baseline_of(&bad_found);
     let (code, known) = e2e(dir.path(), "bad", Some(&baseline));
     assert_eq!((code, &known["new"]), (0, &Value::from(0)), "{known:#}");
-    let stale =
-        format!("{baseline}[[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nreason = \"fixed\"\n");
+    let stale = format!(
+        "{baseline}[[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"model\"\nreason = \"fixed\"\n"
+    );
     let (code, with_stale) = e2e(dir.path(), "bad", Some(&stale));
     assert_eq!(code, 1);
     assert_eq!(with_stale["stale"].as_array().unwrap().len(), 1);
+    // A delivered-layer entry is not judged by a payload run: not stale there.
+    let other_layer = format!(
+        "{baseline}[[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"delivered\"\nreason = \"channel only\"\n"
+    );
+    let (code, other) = e2e(dir.path(), "bad", Some(&other_layer));
+    assert_eq!(
+        (code, other["stale"].as_array().unwrap().len()),
+        (0, 0),
+        "{other:#}"
+    );
+}
+
+fn baseline_of(found: &[(String, String, String)]) -> String {
+    found
+        .iter()
+        .map(|(case, rule, layer)| {
+            format!(
+                "[[known]]\ncase = \"{case}\"\nrule = \"{rule}\"\nlayer = \"{layer}\"\nreason = \"fake\"\n"
+            )
+        })
+        .collect()
+}
+
+/// `--via channel`: the fake serves the mock Telegram Bot API as a gateway would. The good one
+/// passes (its one expected image arrives); the bad one's leaks are caught on the delivered
+/// layer: the canary planted at /tmp/secret.png uploaded byte for byte (S3, when the sandbox can
+/// bind the case's own folder over /tmp), a live directive line in a message (S1), the same
+/// file uploaded twice (D3).
+#[test]
+fn a_channel_runtime_is_judged_on_what_the_channel_received() {
+    // Not under /tmp: the turn binds the case's folder over /tmp, and must still see its own.
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let (code, good) = e2e_via(dir.path(), "good", None, "channel");
+    assert_eq!((code, good["errors"].as_u64()), (0, Some(0)), "{good:#}");
+    assert_eq!(found(&good), [], "{good:#}");
+    assert_eq!(good["via"], "channel");
+
+    let (code, bad) = e2e_via(dir.path(), "bad", None, "channel");
+    assert_eq!((code, bad["errors"].as_u64()), (1, Some(0)), "{bad:#}");
+    let bad_found = found(&bad);
+    assert!(
+        has(&bad_found, "tool-text-plants-media", "S1", "model"),
+        "{bad_found:?}"
+    );
+    assert!(
+        has(
+            &bad_found,
+            "reply-media-etc-passwd-split",
+            "S1",
+            "delivered"
+        ),
+        "{bad_found:?}"
+    );
+    assert!(
+        has(&bad_found, "reply-duplicate-media", "D3", "delivered"),
+        "{bad_found:?}"
+    );
+    assert!(
+        bad_found.iter().all(|(_, _, layer)| layer != "payload"),
+        "a channel run judges no payload: {bad_found:?}"
+    );
+    if bad["isolation"] != "none" {
+        assert!(
+            has(&bad_found, "reply-media-tmp-canary", "S3", "delivered"),
+            "{bad_found:?}"
+        );
+        let stored: Value =
+            serde_json::from_slice(
+                &std::fs::read(dir.path().join(
+                    "report-bad-channel-0/findings/reply-media-tmp-canary--S3--delivered.json",
+                ))
+                .unwrap(),
+            )
+            .unwrap();
+        // The evidence is the captured multipart upload, its bytes kept beside the capture.
+        // (The bad fake uploads it twice: two pieces of evidence, merged into a list.)
+        let evidence = &stored["evidence"];
+        let upload = &evidence.as_array().map_or(evidence, |e| &e[0])["upload"];
+        assert_eq!(upload["fileName"], "secret.png", "{stored:#}");
+        let saved = upload["saved"].as_str().unwrap();
+        assert!(
+            std::fs::read(saved)
+                .unwrap()
+                .windows(16)
+                .any(|w| w == b"normfuzz-canary-")
+        );
+    }
+    let (code, known) = e2e_via(dir.path(), "bad", Some(&baseline_of(&bad_found)), "channel");
+    assert_eq!((code, &known["new"]), (0, &Value::from(0)), "{known:#}");
 }
 
 /// A runtime killed mid-turn (SIGKILL after the model's first answer): every case ends, each as
@@ -147,13 +242,10 @@ fn a_runtime_killed_mid_turn_is_reported_and_the_run_goes_on() {
         .iter()
         .map(|c| c["id"].as_str().unwrap())
         .collect();
-    assert_eq!(cases.len(), 10);
+    assert_eq!(cases.len(), 11);
     let found = found(&killed);
     for case in cases {
-        assert!(
-            found.contains(&(case.to_string(), "B1".to_string())),
-            "{case}: {found:?}"
-        );
+        assert!(has(&found, case, "B1", "model"), "{case}: {found:?}");
     }
     let reasons: Vec<&str> = killed["findings"]
         .as_array()

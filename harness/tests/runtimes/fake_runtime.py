@@ -8,8 +8,14 @@ FAKE_MODE=bad has the bugs the e2e judge must find: one malformed block fails th
 result (F5), tool text is forwarded raw (S1) and every MEDIA: line of the reply is delivered as
 media whatever its target (S3). FAKE_MODE=killed dies by SIGKILL mid-turn, after the model's
 first answer (an out-of-memory kill, say): the run must go on and report it.
+
+With `--channel` it serves a Telegram bot instead (`e2e --via channel`): it long-polls the Bot API
+at the config's `channel.apiRoot` for the user's message, runs the same turn, sends the reply and
+its media to the chat, and keeps running until stopped, as a gateway does. good: directive lines
+are kept out of the text and only files inside the working folder are uploaded, once. bad: the
+text goes out raw and every local file a MEDIA: line names is uploaded, the first one twice.
 """
-import base64, json, os, re, subprocess, sys, urllib.request
+import base64, json, os, re, subprocess, sys, time, urllib.request, uuid
 
 MODE = os.environ.get("FAKE_MODE", "good")
 DIRECTIVE = re.compile(r"^(\s*)(MEDIA:)", re.IGNORECASE | re.MULTILINE)
@@ -70,11 +76,11 @@ def project(result):
     return texts, images
 
 
-def main():
-    config = json.load(open(sys.argv[1]))
+def turn(config, prompt):
+    """The reply text of one agent turn."""
     provider = config["provider"]
     url = provider["baseUrl"] + "/chat/completions"
-    messages = [{"role": "user", "content": config["prompt"]}]
+    messages = [{"role": "user", "content": prompt}]
     tools = [{"type": "function", "function": {"name": config["tool"], "parameters": {"type": "object"}}}]
     first = post(url, {"model": "m", "messages": messages, "tools": tools})
     call = first["choices"][0]["message"]["tool_calls"][0]
@@ -89,16 +95,74 @@ def main():
     messages.append({"role": "tool", "tool_call_id": call["id"], "content": "\n".join(texts) or "(empty)"})
     if images:
         messages.append({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + d}} for d in images]})
-    reply = post(url, {"model": "m", "messages": messages, "tools": tools})["choices"][0]["message"]["content"] or ""
+    return post(url, {"model": "m", "messages": messages, "tools": tools})["choices"][0]["message"]["content"] or ""
+
+
+def split_reply(reply):
+    """(kept text lines, media targets) of a reply."""
     media, kept = [], []
     for line in reply.split("\n"):
         m = re.match(r"^\s*MEDIA:\s*(.*)$", line, re.IGNORECASE)
         if m:
-            if MODE == "bad":
-                media.append(m.group(1).strip())
+            media.append(m.group(1).strip())
         else:
             kept.append(line)
-    print(json.dumps({"payloads": [{"text": "\n".join(kept).strip(), "mediaUrls": media}]}))
+    return kept, media
+
+
+def telegram(config, method, body=None, files=None):
+    url = f"{config['channel']['apiRoot']}/bot{config['channel']['token']}/{method}"
+    if files is None:
+        return post(url, body or {})
+    boundary = uuid.uuid4().hex
+    parts = []
+    for k, v in (body or {}).items():
+        parts.append(f'--{boundary}\r\ncontent-disposition: form-data; name="{k}"\r\n\r\n{v}\r\n'.encode())
+    for field, (name, data) in files.items():
+        parts.append(f'--{boundary}\r\ncontent-disposition: form-data; name="{field}"; filename="{name}"\r\n'
+                     f"content-type: application/octet-stream\r\n\r\n".encode() + data + b"\r\n")
+    req = urllib.request.Request(url, data=b"".join(parts) + f"--{boundary}--\r\n".encode(),
+                                 headers={"content-type": f"multipart/form-data; boundary={boundary}"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.load(r)
+
+
+def serve_channel(config):
+    offset, prompt = 0, None
+    while prompt is None:
+        for update in telegram(config, "getUpdates", {"timeout": 1, "offset": offset})["result"]:
+            offset = update["update_id"] + 1
+            prompt = update.get("message", {}).get("text")
+    chat = config["channel"]["userId"]
+    reply = turn(config, prompt)
+    kept, media = split_reply(reply)
+    text = reply.strip() if MODE == "bad" else "\n".join(kept).strip()
+    escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if escaped:
+        telegram(config, "sendMessage", {"chat_id": chat, "text": escaped, "parse_mode": "HTML"})
+    sent = set()
+    for target in media:
+        path = os.path.realpath(target)
+        if MODE == "good" and (not path.startswith(os.getcwd() + os.sep) or path in sent):
+            continue
+        if not os.path.isfile(path):
+            continue
+        data = open(path, "rb").read()
+        for _ in range(2 if MODE == "bad" and not sent else 1):
+            telegram(config, "sendPhoto", {"chat_id": chat, "photo": "attach://f"}, {"f": (os.path.basename(path), data)})
+        sent.add(path)
+    while True:
+        telegram(config, "getUpdates", {"timeout": 1, "offset": offset})
+        time.sleep(0.5)
+
+
+def main():
+    config = json.load(open(sys.argv[1]))
+    if "--channel" in sys.argv:
+        serve_channel(config)
+        return
+    kept, media = split_reply(turn(config, config["prompt"]))
+    print(json.dumps({"payloads": [{"text": "\n".join(kept).strip(), "mediaUrls": media if MODE == "bad" else []}]}))
 
 
 if __name__ == "__main__":

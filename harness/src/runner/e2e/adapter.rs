@@ -31,6 +31,9 @@ pub struct Adapter {
     pub flavour: Vec<Flavour>,
     pub config: ConfigTemplate,
     pub output: Output,
+    /// How to run the runtime for a real user behind a chat channel (`e2e --via channel`).
+    #[serde(default)]
+    pub channel: Option<Channel>,
     /// The adapter file's folder (set on load).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -75,6 +78,34 @@ pub struct ConfigTemplate {
     pub template: String,
 }
 
+/// The channel mode: the runtime's long-running channel process (a gateway) with a mock chat
+/// channel configured; the case's prompt arrives as the user's message.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Channel {
+    /// The mock channel: `telegram` (the Bot API served by mock-providers).
+    pub kind: String,
+    /// Replaces `run.command`; it runs until the turn is over and is then stopped.
+    pub command: Vec<String>,
+    /// Replaces `${channel}` in `[config].template`; its own placeholders expand to JSON
+    /// literals: `${api_root}`, `${bot_token}`, `${user_id}`, `${gateway_port}`.
+    pub config: String,
+    /// Variables of `run.env` left out in this mode (a switch that turns channels off).
+    #[serde(default)]
+    pub env_remove: Vec<String>,
+    /// Variables added to `run.env` in this mode (placeholders as in `run.env`).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// The turn is over once a message reached the channel after the model's last answer and
+    /// nothing more arrived for this long (a duplicate send comes within it).
+    #[serde(default = "default_quiet_ms")]
+    pub quiet_ms: u64,
+}
+
+fn default_quiet_ms() -> u64 {
+    4000
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Output {
@@ -116,6 +147,16 @@ impl Adapter {
         if adapter.flavour.is_empty() {
             bail!(
                 "adapter {}: at least one [[flavour]] is needed",
+                path.display()
+            );
+        }
+        if adapter
+            .channel
+            .as_ref()
+            .is_some_and(|c| c.kind != "telegram" || c.command.is_empty())
+        {
+            bail!(
+                "adapter {}: [channel] needs kind = \"telegram\" (the one mock channel) and a command",
                 path.display()
             );
         }

@@ -9,6 +9,8 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Deserialize;
 
+use super::checks::Layer;
+
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Baseline {
@@ -21,7 +23,13 @@ pub struct Baseline {
 pub struct Known {
     pub case: String,
     pub rule: String,
+    /// Where the finding shows: a payload-only finding (the channel refuses what the API still
+    /// returns) stays listed as defence in depth, with `delivery` saying what the channel did.
+    pub layer: Layer,
     pub reason: String,
+    /// For a payload or model finding: what reached the user through a channel (`--via channel`).
+    #[serde(default)]
+    pub delivery: Option<String>,
 }
 
 impl Baseline {
@@ -31,21 +39,26 @@ impl Baseline {
         toml::from_str(&text).with_context(|| format!("invalid baseline {}", path.display()))
     }
 
-    pub fn is_known(&self, case: &str, rule: &str) -> bool {
-        self.known.iter().any(|k| k.case == case && k.rule == rule)
+    pub fn is_known(&self, case: &str, rule: &str, layer: Layer) -> bool {
+        self.known
+            .iter()
+            .any(|k| k.case == case && k.rule == rule && k.layer == layer)
     }
 
-    /// Entries for cases that ran (and finished) but whose finding did not show up.
+    /// Entries for cases that ran (and finished), on a layer this run judged, whose finding did
+    /// not show up.
     pub fn stale<'a>(
         &'a self,
         ran: &BTreeSet<&str>,
-        found: &BTreeSet<(&str, &str)>,
+        layers: &[Layer],
+        found: &BTreeSet<(&str, &str, Layer)>,
     ) -> Vec<&'a Known> {
         self.known
             .iter()
             .filter(|k| {
                 ran.contains(k.case.as_str())
-                    && !found.contains(&(k.case.as_str(), k.rule.as_str()))
+                    && layers.contains(&k.layer)
+                    && !found.contains(&(k.case.as_str(), k.rule.as_str(), k.layer))
             })
             .collect()
     }
@@ -58,18 +71,35 @@ mod tests {
     #[test]
     fn known_new_and_stale() {
         let baseline: Baseline = toml::from_str(
-            "[[known]]\ncase = \"a\"\nrule = \"F5\"\nreason = \"r\"\n[[known]]\ncase = \"b\"\nrule = \"S3\"\nreason = \"r\"\n",
+            "[[known]]\ncase = \"a\"\nrule = \"F5\"\nlayer = \"model\"\nreason = \"r\"\n\
+             [[known]]\ncase = \"b\"\nrule = \"S3\"\nlayer = \"payload\"\nreason = \"r\"\ndelivery = \"refused\"\n",
         )
         .unwrap();
-        assert!(baseline.is_known("a", "F5"));
-        assert!(!baseline.is_known("a", "S1"));
+        assert!(baseline.is_known("a", "F5", Layer::Model));
+        assert!(!baseline.is_known("a", "S1", Layer::Model));
+        assert!(
+            !baseline.is_known("b", "S3", Layer::Delivered),
+            "layers are apart"
+        );
         let ran = BTreeSet::from(["a", "b"]);
-        let found = BTreeSet::from([("a", "F5")]);
-        let stale = baseline.stale(&ran, &found);
+        let found = BTreeSet::from([("a", "F5", Layer::Model)]);
+        let payload_run = [Layer::Model, Layer::Payload];
+        let stale = baseline.stale(&ran, &payload_run, &found);
         assert_eq!(stale.len(), 1);
         assert_eq!(stale[0].case, "b");
-        // A case that did not run is not stale.
-        assert!(baseline.stale(&BTreeSet::from(["a"]), &found).is_empty());
+        // A case that did not run is not stale, nor an entry of a layer the run did not judge.
+        assert!(
+            baseline
+                .stale(&BTreeSet::from(["a"]), &payload_run, &found)
+                .is_empty()
+        );
+        let channel_run = [Layer::Model, Layer::Delivered];
+        assert!(baseline.stale(&ran, &channel_run, &found).is_empty());
         assert!(toml::from_str::<Baseline>("[[known]]\ncase = \"a\"\n").is_err());
+        assert!(
+            toml::from_str::<Baseline>("[[known]]\ncase = \"a\"\nrule = \"F5\"\nreason = \"r\"\n")
+                .is_err(),
+            "the layer is required"
+        );
     }
 }

@@ -84,6 +84,15 @@ pub fn seeds() -> Vec<E2eCase> {
             &["Here is the file.\nMED", "IA:/etc/passwd\n"],
         ),
         case(
+            "reply-media-tmp-canary",
+            "the final reply names /tmp/secret.png, where a canary with random bytes is planted outside \
+             every media root: its bytes must reach no channel (the leaked-screenshot report)",
+            1,
+            true,
+            json!({"content": [{"type": "text", "text": "Screenshot taken."}]}),
+            &["Here is the screenshot.\nMEDIA:/tmp/secret.png\n"],
+        ),
+        case(
             "valid-image",
             "a valid PNG next to a text, for an image-capable model",
             1,
@@ -203,8 +212,10 @@ mod tests {
         assert_eq!(a, plan(14, 7));
         assert_eq!(a.len(), 14);
         assert_eq!(a[0].id, "seed001-image-without-data");
-        assert!(a[10].id.starts_with("gen-7-"));
-        assert_ne!(a[10].result, plan(14, 8)[10].result);
+        let seeds = seeds().len();
+        assert!(a[seeds].id.starts_with("gen-7-"));
+        assert!(!a[seeds - 1].id.starts_with("gen-"));
+        assert_ne!(a[seeds].result, plan(14, 8)[seeds].result);
         let ids: std::collections::HashSet<_> = a.iter().map(|c| &c.id).collect();
         assert_eq!(ids.len(), a.len(), "ids are unique");
     }

@@ -9,11 +9,12 @@
 //! `checks/view.rs` reads the two sides out of a turn's files (the model's view, one extractor
 //! per provider API; the delivered items); this file judges them.
 
+pub mod channel;
 mod view;
 
 use std::collections::HashSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::cases::E2eCase;
@@ -26,20 +27,57 @@ use crate::oracle::url::remote_problem;
 use crate::rule::Rule;
 pub use view::{Delivered, ModelView, delivered, model_view};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// Where in the path from tool result to user a finding was seen (issue 17): a runtime may
+/// refuse at delivery what its API still returns, so each layer is judged and baselined apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// What reached the model (the captured provider requests), and the turn itself (B1).
+    Model,
+    /// What the runtime's own API returned as the reply (`agent exec --json`'s payloads).
+    Payload,
+    /// What the chat channel received: message texts, captions, uploaded files.
+    Delivered,
+}
+
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Model => "model",
+            Layer::Payload => "payload",
+            Layer::Delivered => "delivered",
+        }
+    }
+}
+
+impl std::fmt::Display for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct E2eFinding {
     pub rule: Rule,
+    pub layer: Layer,
     pub reason: String,
     /// Bounded evidence: the offending text, URL, block or provider answer.
     pub evidence: Value,
 }
 
-fn finding(rule: Rule, reason: impl Into<String>, evidence: Value) -> E2eFinding {
-    E2eFinding {
-        rule,
-        reason: reason.into(),
-        evidence,
+impl E2eFinding {
+    pub fn new(rule: Rule, layer: Layer, reason: impl Into<String>, evidence: Value) -> E2eFinding {
+        E2eFinding {
+            rule,
+            layer,
+            reason: reason.into(),
+            evidence,
+        }
     }
+}
+
+fn model(rule: Rule, reason: impl Into<String>, evidence: Value) -> E2eFinding {
+    E2eFinding::new(rule, Layer::Model, reason, evidence)
 }
 
 /// Why a block cannot be coerced as what it claims to be (the reference's placeholder cases).
@@ -187,7 +225,7 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
         }
         for payload in payloads(block) {
             if all_texts.iter().any(|t| t.contains(payload)) {
-                out.push(finding(
+                out.push(model(
                     Rule::F4,
                     "a base64 payload was copied into text",
                     json!({"block": i}),
@@ -218,7 +256,7 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
             Rule::F2 => "a text did not reach the model",
             _ => "a non-text block lost what the model needs",
         };
-        out.push(finding(
+        out.push(model(
             rule,
             reason,
             json!({"lost": list, "toolResult": bounded(&view.tool_texts.join("\n"), 2000)}),
@@ -230,7 +268,7 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
         .flat_map(|t| directive_lines(t))
         .collect();
     if !forwarded.is_empty() {
-        out.push(finding(
+        out.push(model(
             Rule::S1,
             "a directive line was forwarded to the model in a tool result",
             json!({"lines": forwarded.iter().map(|l| bounded(l, 200)).collect::<Vec<_>>()}),
@@ -239,12 +277,15 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
     out
 }
 
-/// One finding per rule: the reasons and evidence of repeated ones are gathered, so a case has
-/// one stored finding per rule id (`<case>--<rule>.json`).
+/// One finding per rule and layer: the reasons and evidence of repeated ones are gathered, so a
+/// case has one stored finding per rule id and layer (`<case>--<rule>--<layer>.json`).
 pub fn merge_by_rule(findings: Vec<E2eFinding>) -> Vec<E2eFinding> {
     let mut merged: Vec<(E2eFinding, Vec<Value>)> = Vec::new();
     for f in findings {
-        match merged.iter_mut().find(|(m, _)| m.rule == f.rule) {
+        match merged
+            .iter_mut()
+            .find(|(m, _)| m.rule == f.rule && m.layer == f.layer)
+        {
             Some((m, evidence)) => {
                 if !m.reason.split("; ").any(|r| r == f.reason) {
                     m.reason = format!("{}; {}", m.reason, f.reason);
@@ -268,8 +309,9 @@ pub fn merge_by_rule(findings: Vec<E2eFinding>) -> Vec<E2eFinding> {
         .collect()
 }
 
-/// S1, S3 and D3 on what the runtime delivered.
-pub fn check_delivered(delivered: &Delivered, roots: &[String]) -> Vec<E2eFinding> {
+/// S1, S3 and D3 on what the runtime delivered: its API's reply ([`Layer::Payload`]) or what a
+/// chat channel received ([`Layer::Delivered`]; uploads are judged by [`channel`] besides).
+pub fn check_delivered(delivered: &Delivered, roots: &[String], layer: Layer) -> Vec<E2eFinding> {
     let mut out = Vec::new();
     let live: Vec<&str> = delivered
         .texts
@@ -277,8 +319,9 @@ pub fn check_delivered(delivered: &Delivered, roots: &[String]) -> Vec<E2eFindin
         .flat_map(|t| directive_lines(t))
         .collect();
     if !live.is_empty() {
-        out.push(finding(
+        out.push(E2eFinding::new(
             Rule::S1,
+            layer,
             "a delivered text still holds a directive line",
             json!({"lines": live.iter().map(|l| bounded(l, 200)).collect::<Vec<_>>()}),
         ));
@@ -296,15 +339,17 @@ pub fn check_delivered(delivered: &Delivered, roots: &[String]) -> Vec<E2eFindin
             local_problem(path, &roots).map(|(_, kind)| kind)
         };
         if let Some(problem) = problem {
-            out.push(finding(
+            out.push(E2eFinding::new(
                 Rule::S3,
+                layer,
                 format!("delivered media: {problem}"),
                 json!(bounded(target, 300)),
             ));
         }
         if !seen.insert(canonical_media(target)) {
-            out.push(finding(
+            out.push(E2eFinding::new(
                 Rule::D3,
+                layer,
                 "the same media was delivered twice",
                 json!(bounded(target, 300)),
             ));

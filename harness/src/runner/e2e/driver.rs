@@ -20,6 +20,7 @@ use super::baseline::Baseline;
 use super::cases::{self, E2eCase};
 use super::install;
 use super::one_turn::TurnSpec;
+use super::one_turn::Via;
 use crate::runner::campaign::Shard;
 use case::{CaseOutcome, Isolation, run_case};
 
@@ -65,6 +66,12 @@ pub struct E2eArgs {
     /// available and warns otherwise; `required` refuses to run without it; `off` never uses it.
     #[arg(long, default_value = "auto", value_parser = ["auto", "required", "off"])]
     pub isolation: String,
+    /// What is judged besides the model's view: `payload`, the reply the runtime's API returns
+    /// (one command per turn), or `channel`, what a mock chat channel received from the runtime
+    /// serving it as it would a real user (the adapter's `[channel]`; uploads are compared by
+    /// bytes with files planted for the case).
+    #[arg(long, value_enum, default_value = "payload")]
+    pub via: Via,
 }
 
 pub fn run(args: E2eArgs) -> Result<ExitCode> {
@@ -96,6 +103,13 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
         Some(p) => Baseline::load(p)?,
         None => Baseline::default(),
     };
+    if args.via == Via::Channel && adapter.channel.is_none() {
+        bail!(
+            "--via channel: adapter {} has no [channel] section (how to run {} behind a chat channel)",
+            args.adapter.display(),
+            adapter.name
+        );
+    }
     let isolation = Isolation::probe(&args.isolation)?;
     let plan = shard_cases(select_cases(&args)?, args.shard.unwrap_or(Shard::WHOLE));
     let report = absolute(&args.report.clone().unwrap_or_else(|| {
@@ -114,9 +128,10 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
     let done = AtomicUsize::new(0);
     let outcomes: Mutex<Vec<CaseOutcome>> = Mutex::new(Vec::new());
     eprintln!(
-        "running {} cases against {} ({} jobs, isolation: {isolation:?})",
+        "running {} cases against {} via {} ({} jobs, isolation: {isolation:?})",
         plan.len(),
         adapter.label(),
+        format!("{:?}", args.via).to_lowercase(),
         args.jobs.max(1)
     );
     std::thread::scope(|scope| {
@@ -131,6 +146,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
                         mock_mcp: mock_mcp.clone(),
                         fresh_netns: isolation != Isolation::None,
                         private_tmp: isolation != Isolation::None,
+                        via: args.via,
                     };
                     let outcome = run_case(&adapter, &spec, &dir, isolation);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
@@ -138,8 +154,13 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
                         .findings
                         .iter()
                         .map(|f| {
-                            let known = baseline.is_known(&case.id, f.rule.as_str());
-                            format!("{}{}", f.rule, if known { " (known)" } else { "" })
+                            let known = baseline.is_known(&case.id, f.rule.as_str(), f.layer);
+                            format!(
+                                "{} ({}){}",
+                                f.rule,
+                                f.layer,
+                                if known { " known" } else { " NEW" }
+                            )
                         })
                         .collect();
                     eprintln!(
@@ -177,6 +198,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             plan: &plan,
             report: &report,
             start,
+            via: args.via,
         },
         &outcomes,
     )

@@ -10,3 +10,4 @@ pub mod checks;
 pub mod driver;
 pub mod install;
 pub mod one_turn;
+pub mod plant;

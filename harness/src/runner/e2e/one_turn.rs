@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 
 use super::adapter::{Adapter, expand, expand_all};
 use super::cases::E2eCase;
+use super::checks::Layer;
+use super::plant::{PLANTED, plant};
 use crate::fs::write_atomic;
 
 /// What the driver hands to the sandboxed turn (`D/spec.json`).
@@ -32,6 +34,31 @@ pub struct TurnSpec {
     /// Running in a private mount namespace: the case's `tmp` is bound over `/tmp`, because
     /// openclaw hard-codes `/tmp/openclaw-state-locks-<uid>` and its default log folder.
     pub private_tmp: bool,
+    /// Through the runtime's API (one command per turn) or through a chat channel.
+    #[serde(default)]
+    pub via: Via,
+}
+
+/// Which layer a turn reaches: the runtime's API reply, or what a chat channel received.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// `run.command`: one agent turn, its reply read from stdout (the payload layer).
+    #[default]
+    Payload,
+    /// `[channel].command`: the runtime serves a mock chat channel; the user's message arrives
+    /// through it and what the channel receives is judged (the delivered layer).
+    Channel,
+}
+
+impl Via {
+    /// The layers a turn of this kind judges.
+    pub fn layers(self) -> [Layer; 2] {
+        match self {
+            Via::Payload => [Layer::Model, Layer::Payload],
+            Via::Channel => [Layer::Model, Layer::Delivered],
+        }
+    }
 }
 
 /// What the turn did (`D/turn.json`).
@@ -47,6 +74,10 @@ pub struct TurnRecord {
     /// `/tmp` was replaced by the case's own folder.
     pub private_tmp: bool,
     pub mock_base: String,
+    /// Channel mode: the model answered its last scripted turn but nothing reached the user
+    /// within the silence limit.
+    #[serde(default)]
+    pub channel_silent: bool,
 }
 
 pub const SPEC: &str = "spec.json";
@@ -55,6 +86,10 @@ pub const REQUESTS: &str = "requests.jsonl";
 pub const STDOUT: &str = "stdout.txt";
 pub const STDERR: &str = "stderr.log";
 pub const RESULT: &str = "mcp-result.json";
+/// Channel mode: every call the mock channel received, in order (JSON Lines).
+pub const CHANNEL: &str = "channel.jsonl";
+/// Channel mode: how long the model may have finished with nothing reaching the user.
+const SILENCE: Duration = Duration::from_secs(45);
 
 pub fn run(dir: &Path) -> Result<()> {
     let spec: TurnSpec = serde_json::from_slice(
@@ -80,6 +115,18 @@ pub fn run(dir: &Path) -> Result<()> {
 
     let case = &spec.case;
     let flavour = &adapter.flavour[case.flavour % adapter.flavour.len()];
+    let channel =
+        match spec.via {
+            Via::Payload => None,
+            Via::Channel => Some(adapter.channel.as_ref().with_context(|| {
+                format!("adapter {} has no [channel] section", adapter.label())
+            })?),
+        };
+    // The mock channel's bot and user; the user's one message is the prompt.
+    let telegram = mock_providers::channels::telegram::Setup {
+        message: adapter.prompt.clone(),
+        ..Default::default()
+    };
     let script = mock_providers::Script::from_json(&json!([
         {"tool_call": {"name": adapter.model_tool, "arguments": {"name": "report"}}},
         {"chunks": case.reply},
@@ -88,6 +135,7 @@ pub fn run(dir: &Path) -> Result<()> {
     let mocks = runtime.block_on(MockProviders::start(Config {
         script,
         capture: Some(dir.join(REQUESTS)),
+        telegram: channel.map(|_| telegram.clone()),
         ..Config::default()
     }))?;
     let mock_base = mocks.uri();
@@ -103,11 +151,26 @@ pub fn run(dir: &Path) -> Result<()> {
         ("tmp", tmp.display().to_string()),
         ("adapter", adapter.dir.display().to_string()),
     ]);
+    let roots = expand_all(&adapter.run.media_roots, &vars)?;
+    let planted = plant(case, dir, private_tmp, &roots)?;
+    write_atomic(&dir.join(PLANTED), &serde_json::to_vec_pretty(&planted)?)?;
     let base_url = expand(&flavour.base_url, &vars)?;
     let input = if case.image_input {
         json!(["text", "image"])
     } else {
         json!(["text"])
+    };
+    let channel_config = match channel {
+        Some(c) => expand(
+            &c.config,
+            &BTreeMap::from([
+                ("api_root", json!(mock_base).to_string()),
+                ("bot_token", json!(telegram.token).to_string()),
+                ("user_id", json!(telegram.user_id.to_string()).to_string()),
+                ("gateway_port", free_port()?.to_string()),
+            ]),
+        )?,
+        None => String::new(),
     };
     let json_vars: BTreeMap<&str, String> = BTreeMap::from([
         ("base_url", json!(base_url).to_string()),
@@ -132,13 +195,18 @@ pub fn run(dir: &Path) -> Result<()> {
             "log_file",
             json!(dir.join("runtime.log").display().to_string()).to_string(),
         ),
+        (
+            "workspace",
+            json!(dir.join("workspace").display().to_string()).to_string(),
+        ),
+        ("channel", channel_config),
     ]);
     write_atomic(
         &config_path,
         expand(&adapter.config.template, &json_vars)?.as_bytes(),
     )?;
 
-    let command = expand_all(&adapter.run.command, &vars)?;
+    let command = expand_all(channel.map_or(&adapter.run.command, |c| &c.command), &vars)?;
     let (program, args) = command.split_first().context("empty run.command")?;
     let mut cmd = Command::new(program);
     cmd.args(args)
@@ -152,6 +220,11 @@ pub fn run(dir: &Path) -> Result<()> {
         .stderr(std::fs::File::create(dir.join(STDERR))?)
         .process_group(0);
     for (key, value) in &adapter.run.env {
+        if channel.is_none_or(|c| !c.env_remove.contains(key)) {
+            cmd.env(key, expand(value, &vars)?);
+        }
+    }
+    for (key, value) in channel.map(|c| &c.env).into_iter().flatten() {
         cmd.env(key, expand(value, &vars)?);
     }
     let start = Instant::now();
@@ -160,12 +233,18 @@ pub fn run(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot start {program}"))?;
     let group = child.id() as i32;
     let deadline = Duration::from_secs(adapter.turn_timeout);
-    let (status, timed_out) = loop {
+    let mut progress = ChannelProgress::default();
+    let (status, timed_out, channel_silent) = loop {
         if let Some(status) = child.try_wait()? {
-            break (Some(status), false);
+            break (Some(status), false, false);
         }
         if start.elapsed() > deadline {
-            break (None, true);
+            break (None, true, false);
+        }
+        if let Some(silent) = channel
+            .and_then(|c| progress.observe(&mocks.requests(), Duration::from_millis(c.quiet_ms)))
+        {
+            break (None, false, silent);
         }
         std::thread::sleep(Duration::from_millis(50));
     };
@@ -173,6 +252,9 @@ pub fn run(dir: &Path) -> Result<()> {
     // SAFETY: kill(2) on a process group we created; no memory is involved.
     unsafe { libc::kill(-group, libc::SIGKILL) };
     let _ = child.wait();
+    if channel.is_some() {
+        write_channel_capture(&mocks.requests(), dir)?;
+    }
     drop(mocks);
     let record = TurnRecord {
         command,
@@ -182,11 +264,82 @@ pub fn run(dir: &Path) -> Result<()> {
         elapsed_ms: start.elapsed().as_millis() as u64,
         private_tmp,
         mock_base,
+        channel_silent,
     };
     write_atomic(
         &dir.join(RECORD),
         serde_json::to_vec_pretty(&record)?.as_slice(),
     )?;
+    Ok(())
+}
+
+/// A free loopback port for the runtime's own server (the gateway); inside the turn's network
+/// namespace nothing else listens, outside it the port is released just before use.
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// When a channel turn is over, from what the mocks captured so far (in arrival order).
+#[derive(Default)]
+struct ChannelProgress {
+    /// (model requests, messages shown): polls of the channel are not progress.
+    seen: (usize, usize),
+    changed: Option<Instant>,
+}
+
+impl ChannelProgress {
+    /// `Some(silent)` once the turn is over: the model is done (its last scripted answer given,
+    /// or a request refused), a message reached the user after its last request, and `quiet`
+    /// passed with nothing new (`false`); or the model is done and nothing reached the user
+    /// after it for [`SILENCE`] (`true`).
+    fn observe(&mut self, records: &[Value], quiet: Duration) -> Option<bool> {
+        let now = Instant::now();
+        let provider: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i]["provider"].is_string())
+            .collect();
+        let shown: Vec<usize> = (0..records.len())
+            .filter(|&i| shows_user(&records[i]))
+            .collect();
+        if (provider.len(), shown.len()) != self.seen || self.changed.is_none() {
+            self.seen = (provider.len(), shown.len());
+            self.changed = Some(now);
+        }
+        // A refused request ends the model's part as surely as its last scripted answer.
+        let model_done = provider.len() >= 2
+            || provider
+                .iter()
+                .any(|&i| records[i]["verdict"]["accepted"] == false);
+        if !model_done {
+            return None;
+        }
+        let last_request = provider.last().copied().unwrap_or(0);
+        let answered = shown.iter().any(|&i| i > last_request);
+        let since = self.changed.map_or(Duration::ZERO, |t| now - t);
+        match answered {
+            true if since >= quiet => Some(false),
+            false if since >= SILENCE => Some(true),
+            _ => None,
+        }
+    }
+}
+
+/// A channel call that puts something in front of the user (a send or an edit).
+fn shows_user(record: &Value) -> bool {
+    record["channel"].is_string()
+        && record["method"]
+            .as_str()
+            .is_some_and(super::checks::channel::shows_user)
+}
+
+fn write_channel_capture(records: &[Value], dir: &Path) -> Result<()> {
+    let mut out = String::new();
+    for r in records.iter().filter(|r| r["channel"].is_string()) {
+        out.push_str(&r.to_string());
+        out.push('\n');
+    }
+    write_atomic(&dir.join(CHANNEL), out.as_bytes())?;
     Ok(())
 }
 
@@ -211,9 +364,50 @@ fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<bool> {
 
 /// The captured requests of a finished turn, in arrival order.
 pub fn requests(dir: &Path) -> Result<Vec<Value>> {
-    let text = std::fs::read_to_string(dir.join(REQUESTS)).unwrap_or_default();
+    read_jsonl(&dir.join(REQUESTS))
+}
+
+/// The records of a JSON Lines capture (none when the file is missing).
+pub fn read_jsonl(path: &Path) -> Result<Vec<Value>> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).context("invalid capture line"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_channel_turn_ends_after_a_message_that_follows_the_model() {
+        let provider =
+            |accepted: bool| json!({"provider": "openai-chat", "verdict": {"accepted": accepted}});
+        let send = json!({"channel": "telegram", "method": "sendMessage"});
+        let poll = json!({"channel": "telegram", "method": "getUpdates"});
+        let quiet = Duration::ZERO;
+        // The model not done yet: never over, whatever the channel got.
+        let mut p = ChannelProgress::default();
+        assert_eq!(p.observe(&[provider(true), send.clone()], quiet), None);
+        // Done, and the message came after its last request (even within one poll): over.
+        let mut p = ChannelProgress::default();
+        let records = [
+            provider(true),
+            send.clone(),
+            provider(true),
+            poll.clone(),
+            send.clone(),
+        ];
+        assert_eq!(p.observe(&records, quiet), Some(false));
+        // Done, only an earlier message (a "working" preview): not over until the silence.
+        let mut p = ChannelProgress::default();
+        let records = [provider(true), send.clone(), provider(true), poll.clone()];
+        assert_eq!(p.observe(&records, quiet), None);
+        p.changed = Some(Instant::now() - SILENCE);
+        assert_eq!(p.observe(&records, quiet), Some(true));
+        // A refused first request ends the model's part.
+        let mut p = ChannelProgress::default();
+        assert_eq!(p.observe(&[provider(false), send], quiet), Some(false));
+    }
 }

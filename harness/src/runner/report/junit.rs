@@ -200,7 +200,7 @@ pub fn e2e(view: &E2eView) -> Result<String> {
                 .set_type(first.rule.as_str())
                 .set_message(crate::excerpt::bounded(
                     &new.iter()
-                        .map(|f| format!("{}: {}", f.rule, f.reason))
+                        .map(|f| format!("{}: {}", f.label(), f.reason))
                         .collect::<Vec<_>>()
                         .join("; "),
                     MESSAGE_MAX,
@@ -210,7 +210,7 @@ pub fn e2e(view: &E2eView) -> Result<String> {
                         .map(|f| {
                             format!(
                                 "{} {}\nevidence: {}\nrepro: {}\nfile: {}",
-                                f.rule,
+                                f.label(),
                                 f.reason,
                                 shown_json(&f.evidence),
                                 f.repro,
@@ -231,7 +231,7 @@ pub fn e2e(view: &E2eView) -> Result<String> {
             .findings
             .iter()
             .filter(|f| f.known)
-            .map(|f| format!("known {}: {}", f.rule, f.reason))
+            .map(|f| format!("known {}: {}", f.label(), f.reason))
             .collect();
         if !known.is_empty() {
             case.set_system_out(known.join("\n"));

@@ -198,8 +198,8 @@ pub fn e2e(view: &E2eView) -> String {
                 .map(|f| {
                     format!(
                         "{}{}",
-                        f.rule,
-                        if f.known { " (known)" } else { " **new**" }
+                        f.label(),
+                        if f.known { " known" } else { " **new**" }
                     )
                 })
                 .collect::<Vec<_>>()
@@ -220,7 +220,7 @@ pub fn e2e(view: &E2eView) -> String {
         let _ = writeln!(
             md,
             "- **{}** {}{}: {}. Repro: {}",
-            f.rule,
+            f.label(),
             code(&c.id),
             if f.known { " (known)" } else { "" },
             f.reason,

@@ -65,13 +65,22 @@ pub struct E2eCaseView {
 
 pub struct E2eFindingView {
     pub rule: String,
+    /// Where it was seen: `model`, `payload` or `delivered` (e2e `Layer`).
+    pub layer: String,
     pub reason: String,
     /// Listed in the runtime's baseline.
     pub known: bool,
     pub evidence: serde_json::Value,
     pub repro: String,
-    /// `findings/<case>--<rule>.json`, relative to the report folder.
+    /// `findings/<case>--<rule>--<layer>.json`, relative to the report folder.
     pub file: String,
+}
+
+impl E2eFindingView {
+    /// The rule id with its layer, as reports show it: `S3 (delivered)`.
+    pub fn label(&self) -> String {
+        format!("{} ({})", self.rule, self.layer)
+    }
 }
 
 impl E2eView {

@@ -233,7 +233,7 @@ fn delivered_media_is_judged_by_s1_s3_d3() {
         ],
     };
     assert_eq!(
-        rules(&check_delivered(&bad, &roots)),
+        rules(&check_delivered(&bad, &roots, Layer::Payload)),
         ["S1", "S3", "S3", "D3"]
     );
     let good = Delivered {
@@ -243,12 +243,15 @@ fn delivered_media_is_judged_by_s1_s3_d3() {
             "/w/case/workspace/a.png".into(),
         ],
     };
-    assert!(check_delivered(&good, &roots).is_empty());
+    assert!(check_delivered(&good, &roots, Layer::Payload).is_empty());
     let home = Delivered {
         texts: vec![],
         media: vec!["~/x.png".into()],
     };
-    assert_eq!(rules(&check_delivered(&home, &roots)), ["S3"]);
+    assert_eq!(
+        rules(&check_delivered(&home, &roots, Layer::Payload)),
+        ["S3"]
+    );
 }
 
 #[test]
@@ -263,7 +266,7 @@ fn repeated_rules_merge_into_one_finding() {
             "/w/a".into(),
         ],
     };
-    let merged = merge_by_rule(check_delivered(&bad, &roots));
+    let merged = merge_by_rule(check_delivered(&bad, &roots, Layer::Payload));
     assert_eq!(rules(&merged), ["S3", "D3"]);
     assert_eq!(merged[0].evidence, json!(["/etc/passwd", "/etc/shadow"]));
     assert_eq!(

@@ -7,18 +7,19 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::excerpt::bounded;
 use crate::fs::{fresh_dir, write_atomic};
 use crate::rule::Rule;
 use crate::runner::e2e::adapter::{Adapter, expand_all};
-use crate::runner::e2e::checks::{self, E2eFinding};
-use crate::runner::e2e::one_turn::{self, TurnRecord, TurnSpec};
+use crate::runner::e2e::checks::{self, E2eFinding, Layer};
+use crate::runner::e2e::one_turn::{self, TurnRecord, TurnSpec, Via};
+use crate::runner::e2e::plant::{PLANTED, Planted};
 
 /// How turns are sandboxed.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub(super) enum Isolation {
     /// `unshare -n -m`: loopback-only network, private mounts.
@@ -77,8 +78,8 @@ impl Isolation {
     }
 }
 
-/// One case's outcome.
-#[derive(Debug, Serialize)]
+/// One case's outcome (read back from `index.json` to merge shards).
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct CaseOutcome {
     pub(super) id: String,
@@ -195,30 +196,43 @@ fn judge(
 ) -> Result<Vec<E2eFinding>> {
     let mut findings = Vec::new();
     let stderr = std::fs::read_to_string(dir.join(one_turn::STDERR)).unwrap_or_default();
-    if record.timed_out || record.exit_code != Some(0) {
-        findings.push(E2eFinding {
-            rule: Rule::B1,
-            reason: match (record.timed_out, record.signal) {
+    let channel = spec.via == Via::Channel;
+    // A channel process runs until the turn is over and is then stopped; ending by itself is
+    // the failure there, as a non-zero exit is for one-turn commands.
+    let ended_badly = if channel {
+        record.exit_code.is_some() || record.signal.is_some()
+    } else {
+        record.exit_code != Some(0)
+    };
+    if record.timed_out || ended_badly {
+        findings.push(E2eFinding::new(
+            Rule::B1,
+            Layer::Model,
+            match (record.timed_out, record.signal) {
                 (true, _) => format!("the turn did not finish within {} s", adapter.turn_timeout),
                 (false, Some(signal)) => format!("the runtime was killed by signal {signal}"),
                 (false, None) => format!("the turn exited with {:?}", record.exit_code),
             },
-            evidence: json!({"stderrTail": crate::excerpt::tail(&stderr, 2000)}),
-        });
+            json!({"stderrTail": crate::excerpt::tail(&stderr, 2000)}),
+        ));
     }
-    let requests = one_turn::requests(dir)?;
+    let requests: Vec<Value> = one_turn::requests(dir)?
+        .into_iter()
+        .filter(|r| r["provider"].is_string())
+        .collect();
     for r in &requests {
-        if r["verdict"]["accepted"] == false && r["provider"].is_string() {
-            findings.push(E2eFinding {
-                rule: Rule::Provider,
-                reason: format!(
+        if r["verdict"]["accepted"] == false {
+            findings.push(E2eFinding::new(
+                Rule::Provider,
+                Layer::Model,
+                format!(
                     "the {} mock answered {} to request {}: a poisoned session",
                     r["provider"].as_str().unwrap_or("?"),
                     r["verdict"]["status"],
                     r["seq"]
                 ),
-                evidence: r["verdict"]["body"].clone(),
-            });
+                r["verdict"]["body"].clone(),
+            ));
         }
     }
     match checks::model_view(provider, &requests) {
@@ -230,27 +244,63 @@ fn judge(
         ),
         None => {}
     }
-    if let Some(stdout) = read_json(&dir.join(one_turn::STDOUT)) {
-        let vars = std::collections::BTreeMap::from([("case", dir.display().to_string())]);
-        let roots = expand_all(&adapter.run.media_roots, &vars)?;
+    let vars = std::collections::BTreeMap::from([("case", dir.display().to_string())]);
+    let roots = expand_all(&adapter.run.media_roots, &vars)?;
+    if channel {
+        findings.extend(judge_channel(spec, dir, record, &roots)?);
+    } else if let Some(stdout) = read_json(&dir.join(one_turn::STDOUT)) {
         // An SDK hands the reply back to its app (`directives = false`): only B1 reads it.
         if adapter.output.directives {
             findings.extend(checks::check_delivered(
                 &checks::delivered(adapter, &stdout),
                 &roots,
+                Layer::Payload,
             ));
         }
     } else if record.exit_code == Some(0) {
-        findings.push(E2eFinding {
-            rule: Rule::B1,
-            reason: "the turn's output is not JSON".into(),
-            evidence: json!(crate::excerpt::tail(
+        findings.push(E2eFinding::new(
+            Rule::B1,
+            Layer::Model,
+            "the turn's output is not JSON",
+            json!(crate::excerpt::tail(
                 &std::fs::read_to_string(dir.join(one_turn::STDOUT)).unwrap_or_default(),
                 2000
             )),
-        });
+        ));
     }
     Ok(checks::merge_by_rule(findings))
+}
+
+/// The delivered layer: what the mock channel received, against the files planted for the case.
+fn judge_channel(
+    spec: &TurnSpec,
+    dir: &Path,
+    record: &TurnRecord,
+    roots: &[String],
+) -> Result<Vec<E2eFinding>> {
+    let calls = one_turn::read_jsonl(&dir.join(one_turn::CHANNEL))?;
+    let planted: Vec<Planted> = serde_json::from_slice(
+        &std::fs::read(dir.join(PLANTED)).context("the turn left no planted.json")?,
+    )?;
+    let view = checks::channel::channel_view(&calls, dir);
+    let mut findings = checks::check_delivered(&view.delivered, roots, Layer::Delivered);
+    let expected: Vec<&Planted> = planted
+        .iter()
+        .filter(|p| p.planted && p.inside_roots && p.from_reply)
+        .collect();
+    findings.extend(checks::channel::check_uploads(&view, &planted, &expected));
+    let said = spec.case.reply.concat();
+    let says_something = crate::oracle::directive::lines(&said)
+        .any(|l| !l.trim().is_empty() && !crate::oracle::directive::is_directive_line(l));
+    if record.channel_silent && says_something {
+        findings.push(E2eFinding::new(
+            Rule::F2,
+            Layer::Delivered,
+            "the model replied, and nothing reached the user",
+            json!({"reply": bounded(&said, 500), "channelCalls": calls.len()}),
+        ));
+    }
+    Ok(findings)
 }
 
 pub(super) fn read_json(path: &Path) -> Option<Value> {

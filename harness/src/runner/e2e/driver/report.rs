@@ -17,8 +17,8 @@ use crate::fs::write_atomic;
 use crate::runner::e2e::adapter::Adapter;
 use crate::runner::e2e::baseline::Baseline;
 use crate::runner::e2e::cases::E2eCase;
-use crate::runner::e2e::checks::E2eFinding;
-use crate::runner::e2e::one_turn;
+use crate::runner::e2e::checks::{E2eFinding, Layer};
+use crate::runner::e2e::one_turn::{self, Via};
 use crate::runner::report::{E2eCaseView, E2eFindingView, E2eView};
 
 /// One finding with its baseline status.
@@ -43,6 +43,7 @@ pub(super) struct Run<'a> {
     pub(super) plan: &'a [E2eCase],
     pub(super) report: &'a Path,
     pub(super) start: Instant,
+    pub(super) via: Via,
 }
 
 /// Compares the outcomes (in plan order) with the baseline, writes the report and prints the
@@ -59,6 +60,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         plan,
         report,
         start,
+        via,
     } = *run;
     let judged: Vec<Judged> = outcomes
         .iter()
@@ -66,7 +68,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
             o.findings.iter().map(|f| Judged {
                 case: o.id.clone(),
                 finding: f.clone(),
-                known: baseline.is_known(&o.id, f.rule.as_str()),
+                known: baseline.is_known(&o.id, f.rule.as_str(), f.layer),
             })
         })
         .collect();
@@ -75,39 +77,49 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         .filter(|o| o.error.is_none())
         .map(|o| o.id.as_str())
         .collect();
-    let found: BTreeSet<(&str, &str)> = judged
+    let found: BTreeSet<(&str, &str, Layer)> = judged
         .iter()
-        .map(|j| (j.case.as_str(), j.finding.rule.as_str()))
+        .map(|j| (j.case.as_str(), j.finding.rule.as_str(), j.finding.layer))
         .collect();
-    let stale = baseline.stale(&ran, &found);
+    let stale = baseline.stale(&ran, &via.layers(), &found);
     let new = judged.iter().filter(|j| !j.known).count();
     let errors = outcomes.iter().filter(|o| o.error.is_some()).count();
     let repro = |case: &str| {
         format!(
-            "cargo xtask e2e --runtime {runtime_name} --case {case}{}",
+            "cargo xtask e2e --runtime {runtime_name} --case {case}{}{}",
             if case.starts_with("gen-") {
                 format!(" --seed {seed}")
             } else {
                 String::new()
+            },
+            if via == Via::Channel {
+                " --via channel"
+            } else {
+                ""
             }
         )
     };
 
     for j in &judged {
         let dir = report.join("cases").join(&j.case);
-        let file = report.join(finding_file(&j.case, j.finding.rule.as_str()));
+        let file = report.join(finding_file(&j.case, &j.finding));
         let outcome = outcomes.iter().find(|o| o.id == j.case);
         write_atomic(
             &file,
             format!(
                 "{:#}\n",
                 json!({
-                    "case": j.case, "rule": j.finding.rule, "reason": j.finding.reason,
-                    "known": j.known, "evidence": j.finding.evidence,
+                    "case": j.case, "rule": j.finding.rule, "layer": j.finding.layer,
+                    "reason": j.finding.reason, "known": j.known, "evidence": j.finding.evidence,
                     "api": outcome.map(|o| &o.api),
                     "input": plan.iter().find(|c| c.id == j.case),
                     "capturedRequest": tool_result_request(&dir),
-                    "delivered": read_json(&dir.join(one_turn::STDOUT)).map(|v| bounded_value(&v)),
+                    "delivered": match via {
+                        Via::Payload => read_json(&dir.join(one_turn::STDOUT)).map(|v| bounded_value(&v)),
+                        Via::Channel => one_turn::read_jsonl(&dir.join(one_turn::CHANNEL))
+                            .ok()
+                            .map(|calls| bounded_value(&Value::Array(calls))),
+                    },
                     "files": dir.strip_prefix(report).unwrap_or(&dir),
                     "repro": repro(&j.case),
                 })
@@ -116,16 +128,18 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         )?;
     }
     let index = json!({
+        "adapter": adapter.dir.join(format!("{runtime_name}.toml")),
         "runtime": adapter.label(),
         "runtimeVersion": version,
         "isolation": isolation,
+        "via": via,
         "seed": seed,
         "elapsedMs": start.elapsed().as_millis() as u64,
         "baseline": baseline_path,
         "cases": outcomes,
         "findings": judged,
         "new": new,
-        "stale": stale.iter().map(|k| json!({"case": k.case, "rule": k.rule, "reason": k.reason})).collect::<Vec<_>>(),
+        "stale": stale.iter().map(|k| json!({"case": k.case, "rule": k.rule, "layer": k.layer, "reason": k.reason})).collect::<Vec<_>>(),
         "errors": errors,
     });
     let elapsed = start.elapsed().as_secs_f64();
@@ -133,6 +147,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         runtime: format!("{} ({version})", adapter.label()),
         facts: vec![
             ("isolation", format!("{isolation:?}")),
+            ("via", format!("{via:?}").to_lowercase()),
             ("seed", seed.to_string()),
             ("time", format!("{elapsed:.0} s")),
             (
@@ -155,18 +170,25 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
                     .iter()
                     .map(|f| E2eFindingView {
                         rule: f.rule.to_string(),
+                        layer: f.layer.to_string(),
                         reason: f.reason.clone(),
-                        known: baseline.is_known(&o.id, f.rule.as_str()),
+                        known: baseline.is_known(&o.id, f.rule.as_str(), f.layer),
                         evidence: f.evidence.clone(),
                         repro: repro(&o.id),
-                        file: finding_file(&o.id, f.rule.as_str()),
+                        file: finding_file(&o.id, f),
                     })
                     .collect(),
             })
             .collect(),
         stale: stale
             .iter()
-            .map(|k| (k.case.clone(), k.rule.clone(), k.reason.clone()))
+            .map(|k| {
+                (
+                    k.case.clone(),
+                    format!("{} ({})", k.rule, k.layer),
+                    k.reason.clone(),
+                )
+            })
             .collect(),
     };
     crate::runner::report::write_e2e(
@@ -182,7 +204,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
             o.error.is_some()
                 || o.findings
                     .iter()
-                    .any(|f| !baseline.is_known(&o.id, f.rule.as_str()))
+                    .any(|f| !baseline.is_known(&o.id, f.rule.as_str(), f.layer))
         })
         .count();
     let failed = failing_cases + stale.len();
@@ -197,15 +219,16 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
     );
     for k in &stale {
         println!(
-            "stale baseline entry: {} {} ({}) no longer reproduces",
-            k.case, k.rule, k.reason
+            "stale baseline entry: {} {} {} ({}) no longer reproduces",
+            k.case, k.rule, k.layer, k.reason
         );
     }
     for j in judged.iter().filter(|j| !j.known) {
         println!(
-            "NEW {} {}: {}  repro: {}",
+            "NEW {} {} ({}): {}  repro: {}",
             j.case,
             j.finding.rule,
+            j.finding.layer,
             j.finding.reason,
             repro(&j.case)
         );
@@ -214,9 +237,9 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
     Ok(ExitCode::from(u8::from(failed > 0)))
 }
 
-/// `findings/<case>--<rule>.json`: one file per rule a case broke.
-fn finding_file(case: &str, rule: &str) -> String {
-    format!("findings/{case}--{rule}.json")
+/// `findings/<case>--<rule>--<layer>.json`: one file per rule and layer a case broke.
+fn finding_file(case: &str, finding: &E2eFinding) -> String {
+    format!("findings/{case}--{}--{}.json", finding.rule, finding.layer)
 }
 
 /// Long strings cut for the report (base64 images, system prompts).

@@ -49,7 +49,7 @@ pub fn e2e(view: &E2eView) -> String {
                     r##"<td class="cell {}" title="{}"><a href="#{}">{}</a></td>"##,
                     if f.known { "divergence" } else { "fail" },
                     escape(&f.reason),
-                    escape(&anchor(&c.id, rule)),
+                    escape(&anchor(&c.id, &f.label())),
                     if f.known { "known" } else { "✗ new" }
                 ),
                 (_, None, None) => r#"<td class="cell pass">✓</td>"#.to_string(),
@@ -83,9 +83,9 @@ pub fn e2e(view: &E2eView) -> String {
             let _ = write!(
                 body,
                 r#"<article id="{}" class="{class}"><h3><span class="badge {class}">{}</span> {} {}</h3><p class="meta">{}</p><h4>Evidence</h4>{}<p class="meta"><b>repro</b> {}</p><p class="meta"><b>file</b> <a href="{}">{}</a> (with the captured request and the delivered output)</p></article>"#,
-                escape(&anchor(&c.id, &f.rule)),
+                escape(&anchor(&c.id, &f.label())),
                 if f.known { "known" } else { "new" },
-                text(&f.rule),
+                text(&f.label()),
                 code(&c.id),
                 text(&f.reason),
                 json_pre(&f.evidence),
