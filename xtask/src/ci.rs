@@ -109,20 +109,21 @@ pub fn ci(root: &Path) -> Result<()> {
     failed += fuzz_failed;
     // A real runtime against the mock endpoints, judged against its baseline of known findings:
     // a change in openclaw's behaviour or in ours fails here. The first seed scenarios cover the
-    // known F5 (image without data) and S3 (MEDIA:/etc/passwd split across stream events).
-    eprintln!("==> e2e: openclaw against its baseline");
-    let e2e_args = ["--cases", "4", "--jobs", "2", "--report"].map(String::from);
-    let report = reports.join("e2e").display().to_string();
-    match crate::e2e::e2e(
-        root,
-        &normfuzz,
-        "openclaw",
-        &[&e2e_args[..], &[report]].concat(),
-    )? {
-        0 => passed += 1,
-        code => {
-            eprintln!("xtask: e2e smoke: exit {code}; report in target/ci-reports/e2e");
-            failed += 1;
+    // known F5 (image without data), S3 (MEDIA:/etc/passwd split across stream events) and the
+    // /tmp canary; through the channel, what its gateway sends the mock Telegram chat (the
+    // canary's upload among it) is judged too.
+    for via in ["payload", "channel"] {
+        eprintln!("==> e2e: openclaw via {via} against its baseline");
+        let report = reports.join(format!("e2e-{via}")).display().to_string();
+        let args = [
+            "--cases", "4", "--jobs", "2", "--via", via, "--report", &report,
+        ];
+        match crate::e2e::e2e(root, &normfuzz, "openclaw", &args.map(String::from))? {
+            0 => passed += 1,
+            code => {
+                eprintln!("xtask: e2e smoke via {via}: exit {code}; report in {report}");
+                failed += 1;
+            }
         }
     }
     // Requests escape U+2028, U+2029 and controls, so a shim written the obvious way (Node 24's
