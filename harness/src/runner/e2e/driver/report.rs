@@ -135,6 +135,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         "via": via,
         "seed": seed,
         "elapsedMs": start.elapsed().as_millis() as u64,
+        "medianTurnMs": median_turn_ms(outcomes),
         "baseline": baseline_path,
         "cases": outcomes,
         "findings": judged,
@@ -150,6 +151,10 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
             ("via", format!("{via:?}").to_lowercase()),
             ("seed", seed.to_string()),
             ("time", format!("{elapsed:.0} s")),
+            (
+                "median turn",
+                format!("{:.1} s", median_turn_ms(outcomes) as f64 / 1000.0),
+            ),
             (
                 "baseline",
                 baseline_path
@@ -209,9 +214,10 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         .count();
     let failed = failing_cases + stale.len();
     println!(
-        "{}: {} cases, {} findings ({} known, {new} new), {} stale, {errors} errors; report in {}",
+        "{}: {} cases (median turn {:.1} s), {} findings ({} known, {new} new), {} stale, {errors} errors; report in {}",
         adapter.label(),
         outcomes.len(),
+        median_turn_ms(outcomes) as f64 / 1000.0,
         judged.len(),
         judged.len() - new,
         stale.len(),
@@ -235,6 +241,17 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
     }
     println!("{} passed, {failed} failed", outcomes.len() - failing_cases);
     Ok(ExitCode::from(u8::from(failed > 0)))
+}
+
+/// The median time of one case (sandbox, turn and judging), the figure the e2e speed target names.
+fn median_turn_ms(outcomes: &[CaseOutcome]) -> u64 {
+    let mut times: Vec<u64> = outcomes.iter().map(|o| o.elapsed_ms).collect();
+    times.sort_unstable();
+    match times.len() {
+        0 => 0,
+        n if n % 2 == 1 => times[n / 2],
+        n => (times[n / 2 - 1] + times[n / 2]) / 2,
+    }
 }
 
 /// `findings/<case>--<rule>--<layer>.json`: one file per rule and layer a case broke.
@@ -274,4 +291,27 @@ fn tool_result_request(dir: &Path) -> Value {
             "body": bounded_value(&r["body"]),
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_turn_is_the_middle_time() {
+        let outcome = |ms| CaseOutcome {
+            id: String::new(),
+            about: String::new(),
+            api: String::new(),
+            image_input: true,
+            elapsed_ms: ms,
+            error: None,
+            findings: Vec::new(),
+        };
+        let median =
+            |ms: &[u64]| median_turn_ms(&ms.iter().map(|&m| outcome(m)).collect::<Vec<_>>());
+        assert_eq!(median(&[]), 0);
+        assert_eq!(median(&[30, 10, 20]), 20);
+        assert_eq!(median(&[40, 10, 30, 20]), 25);
+    }
 }
