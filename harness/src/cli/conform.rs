@@ -14,6 +14,9 @@ use normfuzz::runner::upstream::RuntimeId;
 
 use super::io::open_sut;
 
+/// How often a run whose stderr is not a terminal prints a progress line.
+const PLAIN_EVERY: Duration = Duration::from_secs(10);
+
 #[derive(clap::Args)]
 pub struct ConformArgs {
     /// SUT command (argv, no shell; quotes group words), or `reference` for the built-in
@@ -110,15 +113,30 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
     );
     let done = std::sync::atomic::AtomicBool::new(false);
+    // indicatif draws nothing when stderr is not a terminal (a CI log): there, one plain line
+    // every PLAIN_EVERY keeps a long run from looking stuck.
+    let plain = !std::io::IsTerminal::is_terminal(&std::io::stderr());
     let outcome = std::thread::scope(|scope| {
         let ticker = scope.spawn(|| {
+            let started = std::time::Instant::now();
+            let mut next_line = PLAIN_EVERY;
             while !done.load(Ordering::Relaxed) {
-                bar.set_position(progress.cases.load(Ordering::Relaxed));
-                bar.set_message(format!(
+                let cases = progress.cases.load(Ordering::Relaxed);
+                let message = format!(
                     "{} failed, {} findings",
                     progress.failed.load(Ordering::Relaxed),
                     progress.findings.load(Ordering::Relaxed)
-                ));
+                );
+                if plain && started.elapsed() >= next_line {
+                    let secs = started.elapsed().as_secs_f64();
+                    eprintln!(
+                        "normfuzz conform: {cases} cases in {secs:.0} s ({:.0}/s), {message}",
+                        cases as f64 / secs
+                    );
+                    next_line += PLAIN_EVERY;
+                }
+                bar.set_position(cases);
+                bar.set_message(message);
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
