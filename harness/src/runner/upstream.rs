@@ -200,6 +200,9 @@ pub struct Upstream {
     pub got: Value,
     /// The reference's answer for the same input.
     pub expected: Value,
+    /// From a campaign (shrunk input, the runtime's answer) or an e2e run (the case's input as
+    /// generated, the judge's evidence from the provider request).
+    pub end_to_end: bool,
 }
 
 /// Reads a finding file of a campaign report (`findings/<id>.json`) or of an e2e report
@@ -255,6 +258,7 @@ fn from_campaign(path: &Path, finding: &Value, index: &Value, rule: Rule) -> Res
         input: finding["input"].clone(),
         got: answer("sut")?,
         expected: answer("reference")?,
+        end_to_end: false,
     })
 }
 
@@ -290,6 +294,7 @@ fn from_e2e(path: &Path, finding: &Value, index: &Value, rule: Rule) -> Result<U
             "evidence": finding["evidence"],
         }),
         expected,
+        end_to_end: true,
     })
 }
 

@@ -30,15 +30,27 @@ pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repr
         runtime.function,
         code(&finding.seen),
     );
+    let (input_note, got_note) = if finding.end_to_end {
+        (
+            "The MCP `CallToolResult` the server returned in a real agent turn",
+            "What the judge found in the request the runtime sent the provider",
+        )
+    } else {
+        (
+            "The MCP `CallToolResult` the server returns (already minimized)",
+            "The runtime's output in the terms of the text and image blocks a provider request \
+             carries",
+        )
+    };
     let _ = writeln!(
         md,
-        "## Minimal input\n\nThe MCP `CallToolResult` the server returns (already minimized):\n\n{}\n",
+        "## Minimal input\n\n{input_note}:\n\n{}\n",
         fenced("json", &ascii_json(&finding.input, true))
     );
     let _ = writeln!(
         md,
-        "## What the model got\n\nThe runtime's output in the terms of the text and image blocks a \
-         provider request carries (the repro below prints it in the runtime's own form):\n\n{}\n",
+        "## What the model got\n\n{got_note} (the repro below prints the runtime's output in its \
+         own form):\n\n{}\n",
         fenced("json", &ascii_json(&finding.got, true))
     );
     let _ = writeln!(
