@@ -194,8 +194,9 @@ impl Row {
                     State::Known
                 };
                 let files = hit.iter().filter_map(|f| {
-                    let (case, rule) = (f["case"].as_str()?, f["rule"].as_str()?);
-                    Some(format!("{report}/findings/{case}--{rule}.json"))
+                    let case = f["case"].as_str()?;
+                    let layer = f["layer"].as_str()?;
+                    Some(format!("{report}/findings/{case}--{rule}--{layer}.json"))
                 });
                 let cell = Cell {
                     state,
@@ -529,15 +530,18 @@ mod tests {
         let index = json!({
             "elapsedMs": 4000, "baseline": null,
             "cases": [{"id": "a", "error": null}, {"id": "b", "error": null}],
-            "findings": [{"case": "a", "rule": "F5", "known": true},
-                         {"case": "b", "rule": "S1", "known": false}],
+            "findings": [{"case": "a", "rule": "F5", "layer": "model", "known": true},
+                         {"case": "b", "rule": "S1", "layer": "payload", "known": false}],
             "stale": [{"case": "b", "rule": "B1", "reason": "r"}],
         });
         let row = Row::from_e2e_index(&runtime(), &index, "demo-1.2.3-e2e");
         let cell = |rule: &str| &row.cells.iter().find(|(r, _)| r == rule).unwrap().1;
         assert_eq!(row.label, "demo@1.2.3 (e2e)");
         assert_eq!(cell("F5").state, State::Known);
-        assert_eq!(cell("F5").findings, ["demo-1.2.3-e2e/findings/a--F5.json"]);
+        assert_eq!(
+            cell("F5").findings,
+            ["demo-1.2.3-e2e/findings/a--F5--model.json"]
+        );
         assert_eq!(cell("S1").state, State::New);
         assert_eq!(cell("B1").state, State::Stale);
         assert_eq!(cell("F1").state, State::Pass);

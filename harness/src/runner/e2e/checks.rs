@@ -126,10 +126,30 @@ fn expectations(block: &Value) -> Vec<Expect<'_>> {
     }
 }
 
-/// Whether `text` reaches `haystack`: verbatim, or line by line with a prefix inserted on
-/// directive lines (the one change F2 allows).
+/// Whether `text` reaches `haystack`: verbatim, as a JSON string literal's body (a runtime
+/// that sends the whole result as JSON text: escapes as JavaScript's `JSON.stringify` and
+/// serde_json write them, or Python's `json.dumps` with all non-ASCII escaped), or line by line
+/// with a prefix inserted on directive lines (the one change F2 allows).
 fn text_reaches(text: &str, haystack: &[&str]) -> bool {
-    if haystack.iter().any(|h| h.contains(text)) {
+    let json = serde_json::to_string(text).unwrap_or_default();
+    let json = json
+        .get(1..json.len().saturating_sub(1))
+        .unwrap_or_default();
+    let ascii: String = json
+        .chars()
+        .flat_map(|c| match c {
+            ' '..='~' => vec![c.to_string()],
+            _ => c
+                .encode_utf16(&mut [0; 2])
+                .iter()
+                .map(|u| format!("\\u{u:04x}"))
+                .collect(),
+        })
+        .collect();
+    if haystack
+        .iter()
+        .any(|h| h.contains(text) || h.contains(json) || h.contains(&ascii))
+    {
         return true;
     }
     let hay_lines: Vec<&str> = haystack.iter().flat_map(|h| lines(h)).collect();

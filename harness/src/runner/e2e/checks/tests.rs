@@ -206,6 +206,28 @@ fn forwarded_directives_and_neutralized_texts() {
     assert!(check_model_view(&case(result, true), &safe).is_empty());
 }
 
+/// A runtime that sends the whole result as JSON text keeps a text in its escaped form.
+#[test]
+fn texts_reach_the_model_inside_json_text() {
+    let text = "a\u{1}\rMEDIA:é😀";
+    let result = json!({"content": [{"type": "text", "text": text}]});
+    let judged = |sent: &str| {
+        let view = ModelView {
+            tool_texts: vec![format!(r#"[{{"type":"text","text":"{sent}"}}]"#)],
+            ..ModelView::default()
+        };
+        let findings = check_model_view(&case(result.clone(), true), &view);
+        findings
+            .iter()
+            .map(|f| f.rule.as_str().to_string())
+            .collect::<Vec<_>>()
+    };
+    // JSON.stringify / serde_json, then Python's json.dumps (ensure_ascii).
+    assert!(judged(r"a\u0001\rMEDIA:é😀").is_empty());
+    assert!(judged(r"a\u0001\rMEDIA:\u00e9\ud83d\ude00").is_empty());
+    assert_eq!(judged(r"a\u0001\rMEDIA:"), ["F2"]);
+}
+
 #[test]
 fn audio_payloads_never_reach_text() {
     let data = "UklGRiQAAABXQVZFZm10IBAAAAAB";
