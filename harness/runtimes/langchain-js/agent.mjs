@@ -1,0 +1,44 @@
+// e2e agent for LangChain.js (`@langchain/mcp-adapters@1.1.4`, `@langchain/core@1.4.0`,
+// `@langchain/langgraph@1.7.3`): a LangGraph `createReactAgent` turn with the tools of a
+// `MultiServerMCPClient` (stdio, the mock MCP server) and a chat model pointed at the mock
+// providers: `ChatOpenAI` (Chat Completions, or the Responses API with `useResponsesApi`) or
+// `ChatAnthropic`. Every package is loaded through `importFrom` (one module format, so the
+// adapters and the models share one @langchain/core).
+
+import { API_KEY, MODEL, importFrom, printReply, turnConfig } from "../lib/agent.mjs";
+
+const config = turnConfig();
+const { MultiServerMCPClient } = await importFrom(config.dir, "@langchain/mcp-adapters");
+const { createReactAgent } = await importFrom(config.dir, "@langchain/langgraph/prebuilt");
+
+async function model(api, baseURL) {
+  const openai = async (extra) => {
+    const { ChatOpenAI } = await importFrom(config.dir, "@langchain/openai");
+    return new ChatOpenAI({ model: MODEL, apiKey: API_KEY, maxRetries: 0, configuration: { baseURL }, ...extra });
+  };
+  switch (api) {
+    case "openai-chat":
+      return openai({});
+    case "openai-responses":
+      return openai({ useResponsesApi: true });
+    case "anthropic": {
+      const { ChatAnthropic } = await importFrom(config.dir, "@langchain/anthropic");
+      return new ChatAnthropic({ model: MODEL, apiKey: API_KEY, maxRetries: 0, anthropicApiUrl: baseURL });
+    }
+    default:
+      throw new Error(`unknown api ${api}`);
+  }
+}
+
+const client = new MultiServerMCPClient({
+  mcpServers: { normfuzz: { transport: "stdio", command: config.mcp.command, args: config.mcp.args } },
+});
+try {
+  const agent = createReactAgent({ llm: await model(config.api, config.baseUrl), tools: await client.getTools() });
+  // The tool call, then the reply (each a model call and a tool step).
+  const result = await agent.invoke({ messages: [{ role: "user", content: config.prompt }] }, { recursionLimit: 6 });
+  const last = result.messages.at(-1);
+  printReply(typeof last.content === "string" ? last.content : last.text);
+} finally {
+  await client.close();
+}
