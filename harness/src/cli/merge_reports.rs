@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
+use normfuzz::runner::e2e::driver::merge as e2e_merge;
 use normfuzz::runner::report::merge;
 
 #[derive(clap::Args)]
@@ -11,13 +12,23 @@ pub struct MergeReportsArgs {
     /// Folder for the merged report (replaced if it exists).
     #[arg(long)]
     out: PathBuf,
-    /// The shards' report folders (`normfuzz conform --shard K/N --report DIR`).
+    /// The shards' report folders (`normfuzz conform --shard K/N --report DIR`, or `normfuzz e2e
+    /// --shard K/N --report DIR`).
     #[arg(required = true)]
     reports: Vec<PathBuf>,
 }
 
-/// Exits 1 when any case of the merged run fails the gate, as `conform` does.
+/// Exits 1 when any case of the merged run fails the gate, as `conform` does (an e2e run: on
+/// a new finding, an error or a stale baseline entry, as `e2e` does).
 pub fn run(args: MergeReportsArgs) -> Result<ExitCode> {
+    let first = args.reports[0].join("index.json");
+    let index: serde_json::Value = std::fs::read_to_string(&first)
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    if e2e_merge::is_e2e_index(&index) {
+        return e2e_merge::merge(&args.out, &args.reports);
+    }
     let parts = args
         .reports
         .iter()

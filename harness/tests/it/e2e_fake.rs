@@ -259,3 +259,94 @@ fn a_runtime_killed_mid_turn_is_reported_and_the_run_goes_on() {
         "{reasons:?}"
     );
 }
+
+/// `normfuzz merge-reports` of an e2e run's shards (`e2e --shard K/N`) writes the unsharded
+/// run's report: the same cases in plan order, the same findings with their baseline verdicts,
+/// the same stale entries, every format, and the same exit code.
+#[test]
+fn merged_e2e_shards_equal_the_unsharded_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = adapter(dir.path(), "bad");
+    // One known finding and one stale entry, so the merge must judge against the baseline.
+    let baseline = dir.path().join("baseline.toml");
+    std::fs::write(
+        &baseline,
+        "[[known]]\ncase = \"seed001-image-without-data\"\nrule = \"F5\"\nlayer = \"model\"\nreason = \"known\"\n\
+         [[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"model\"\nreason = \"fixed\"\n",
+    )
+    .unwrap();
+    let run = |report: &Path, shard: Option<&str>| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_normfuzz"));
+        cmd.arg("e2e")
+            .arg("--adapter")
+            .arg(&adapter)
+            .args(["--cases", "7", "--jobs", "2", "--seed", "3"])
+            .arg("--report")
+            .arg(report)
+            .arg("--cache")
+            .arg(dir.path().join("cache"))
+            .arg("--mock-providers")
+            .arg(mock_providers())
+            .arg("--baseline")
+            .arg(&baseline)
+            .args(shard.map(|s| format!("--shard={s}")));
+        cmd.output().unwrap().status.code()
+    };
+    let whole = dir.path().join("whole");
+    let code = run(&whole, None);
+    let shards: Vec<PathBuf> = (1..=3)
+        .map(|k| dir.path().join(format!("shard{k}")))
+        .collect();
+    for (k, shard) in shards.iter().enumerate() {
+        run(shard, Some(&format!("{}/3", k + 1)));
+    }
+    let merged = dir.path().join("merged");
+    let out = Command::new(env!("CARGO_BIN_EXE_normfuzz"))
+        .arg("merge-reports")
+        .arg("--out")
+        .arg(&merged)
+        .args(&shards)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        code,
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(code, Some(1), "the stale entry fails the run");
+    // Everything but timings.
+    let comparable = |dir: &Path| {
+        let text = std::fs::read_to_string(dir.join("index.json")).unwrap();
+        let mut index: Value = serde_json::from_str(&text).unwrap();
+        for timing in ["elapsedMs", "medianTurnMs"] {
+            index.as_object_mut().unwrap().remove(timing);
+        }
+        for case in index["cases"].as_array_mut().unwrap() {
+            case.as_object_mut().unwrap().remove("elapsedMs");
+        }
+        index
+    };
+    let (expected, got) = (comparable(&whole), comparable(&merged));
+    assert_eq!(expected["cases"].as_array().unwrap().len(), 7);
+    assert!(
+        !expected["stale"].as_array().unwrap().is_empty(),
+        "{expected:#}"
+    );
+    assert!(expected["new"].as_u64().unwrap() > 0, "{expected:#}");
+    assert_eq!(got, expected);
+    let files = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir.join("findings"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(files(&merged), files(&whole));
+    for file in ["summary.md", "junit.xml", "report.html"] {
+        assert!(merged.join(file).is_file(), "{file}");
+    }
+}

@@ -5,6 +5,7 @@
 //! and judges one case in its sandbox, `driver/report.rs` writes the finished run.
 
 mod case;
+pub mod merge;
 mod report;
 
 use std::path::{Path, PathBuf};
