@@ -1,0 +1,30 @@
+"""What every Python e2e agent script (harness/runtimes/<name>/agent.py) shares: its arguments,
+the turn's config (written by `normfuzz e2e-turn` from the adapter's `[config]` template) and its
+one line of output, the final reply as JSON for the adapter's `[output]` pointers.
+
+Usage of an agent: python agent.py <turn config> <prompt>
+"""
+
+import json
+import sys
+
+# The model id the mock providers answer to, and the API key every client sends.
+MODEL = "mock-model"
+API_KEY = "mock-local"
+
+
+def turn_config():
+    """`{prompt, api, baseUrl, mcp: {command, args}}`; exits 2 on a usage error."""
+    if len(sys.argv) != 3:
+        sys.stderr.write("usage: python agent.py <turn config> <prompt>\n")
+        sys.exit(2)
+    with open(sys.argv[1], encoding="utf-8") as f:
+        config = json.load(f)
+    config["prompt"] = sys.argv[2]
+    return config
+
+
+def print_reply(text):
+    """Prints the final reply; an agent that cannot finish raises instead (exit 1, its stderr)."""
+    sys.stdout.write(json.dumps({"text": text}) + "\n")
+    sys.stdout.flush()
