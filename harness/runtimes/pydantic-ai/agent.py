@@ -1,0 +1,50 @@
+"""e2e agent for Pydantic AI (`pydantic-ai-slim==2.68.0`): one `Agent.run` with an `MCPToolset`
+over FastMCP's `StdioTransport` (the mock MCP server) and a model pointed at the mock providers:
+`OpenAIChatModel`, `OpenAIResponsesModel` or `AnthropicModel`, each on its SDK client with
+retries off."""
+
+import asyncio
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+
+from agent import API_KEY, MODEL, print_reply, turn_config  # noqa: E402
+
+from fastmcp.client.transports import StdioTransport  # noqa: E402
+from pydantic_ai import Agent  # noqa: E402
+from pydantic_ai.mcp import MCPToolset  # noqa: E402
+
+
+def model(api, base_url):
+    if api in ("openai-chat", "openai-responses"):
+        from openai import AsyncOpenAI
+        from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+        from pydantic_ai.providers.openai import OpenAIProvider
+
+        client = AsyncOpenAI(base_url=base_url, api_key=API_KEY, max_retries=0)
+        kind = OpenAIChatModel if api == "openai-chat" else OpenAIResponsesModel
+        return kind(MODEL, provider=OpenAIProvider(openai_client=client))
+    if api == "anthropic":
+        from anthropic import AsyncAnthropic
+        from pydantic_ai.models.anthropic import AnthropicModel
+        from pydantic_ai.providers.anthropic import AnthropicProvider
+
+        client = AsyncAnthropic(base_url=base_url, api_key=API_KEY, max_retries=0)
+        return AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
+    raise ValueError(f"unknown api {api}")
+
+
+async def main():
+    config = turn_config()
+    mcp = MCPToolset(StdioTransport(config["mcp"]["command"], config["mcp"]["args"]))
+    agent = Agent(
+        model(config["api"], config["baseUrl"]),
+        toolsets=[mcp],
+        instructions="Use the tools you are given.",
+    )
+    result = await agent.run(config["prompt"])
+    print_reply(result.output)
+
+
+asyncio.run(main())
