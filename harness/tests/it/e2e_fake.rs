@@ -266,7 +266,17 @@ fn a_runtime_killed_mid_turn_is_reported_and_the_run_goes_on() {
 #[test]
 fn merged_e2e_shards_equal_the_unsharded_run() {
     let dir = tempfile::tempdir().unwrap();
-    let adapter = adapter(dir.path(), "bad");
+    // Laid out as an SDK's adapter, `<name>/e2e.toml`: the report must name the file itself.
+    let sdk = dir.path().join("fake");
+    std::fs::create_dir(&sdk).unwrap();
+    let adapter_file = sdk.join("e2e.toml");
+    std::fs::rename(adapter(dir.path(), "bad"), &adapter_file).unwrap();
+    std::fs::rename(
+        dir.path().join("fake_runtime.py"),
+        sdk.join("fake_runtime.py"),
+    )
+    .unwrap();
+    let adapter = adapter_file;
     // One known finding and one stale entry, so the merge must judge against the baseline.
     let baseline = dir.path().join("baseline.toml");
     std::fs::write(

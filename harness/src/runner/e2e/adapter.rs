@@ -37,6 +37,9 @@ pub struct Adapter {
     /// The adapter file's folder (set on load).
     #[serde(skip)]
     pub dir: PathBuf,
+    /// The adapter file (set on load): an e2e report names it, so its shards can be merged.
+    #[serde(skip)]
+    pub file: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -129,6 +132,7 @@ impl Adapter {
             .with_context(|| format!("cannot read adapter {}", path.display()))?;
         let mut adapter: Adapter =
             toml::from_str(&text).with_context(|| format!("invalid adapter {}", path.display()))?;
+        adapter.file = path.to_path_buf();
         adapter.dir = path
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
@@ -178,6 +182,15 @@ impl Adapter {
 
     pub fn baseline_path(&self) -> Option<PathBuf> {
         self.baseline.as_ref().map(|b| self.dir.join(b))
+    }
+
+    /// The name `cargo xtask e2e --runtime` takes: the file's (`<name>.toml`), or for an SDK's
+    /// `<name>/e2e.toml` the runtime's.
+    pub fn runtime_name(&self) -> String {
+        match self.file.file_stem() {
+            Some(stem) if stem != "e2e" => stem.to_string_lossy().into_owned(),
+            _ => self.name.clone(),
+        }
     }
 
     /// `name@version`, the cache folder's and the report's label.

@@ -118,11 +118,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
     }))?;
     std::fs::create_dir_all(&report)?;
     let adapter_path = absolute(&args.adapter)?;
-    // `<name>.toml`, or an SDK's `<name>/e2e.toml`, named by its runtime.
-    let runtime_name = match args.adapter.file_stem() {
-        Some(stem) if stem != "e2e" => stem.to_string_lossy().into_owned(),
-        _ => adapter.name.clone(),
-    };
+    let runtime_name = adapter.runtime_name();
 
     let start = Instant::now();
     let next = AtomicUsize::new(0);

@@ -102,10 +102,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
         );
     }
     outcomes.sort_by_key(|o| position(&o.id));
-    let runtime_name = adapter_path.file_stem().map_or_else(
-        || adapter.name.clone(),
-        |s| s.to_string_lossy().into_owned(),
-    );
+    let runtime_name = adapter.runtime_name();
     finish(
         &Run {
             adapter: &adapter,

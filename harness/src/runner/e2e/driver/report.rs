@@ -128,7 +128,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         )?;
     }
     let index = json!({
-        "adapter": adapter.dir.join(format!("{runtime_name}.toml")),
+        "adapter": adapter.file,
         "runtime": adapter.label(),
         "runtimeVersion": version,
         "isolation": isolation,
