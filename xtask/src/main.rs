@@ -78,14 +78,18 @@ enum Task {
         /// Cases per runtime.
         #[arg(long, default_value_t = 2000)]
         cases: u64,
+        /// E2e turns per runtime with an e2e adapter (default: --cases).
+        #[arg(long, value_name = "N")]
+        e2e_cases: Option<u64>,
         /// Campaign seed (the same seed gives the same cases).
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Parallel shim processes per runtime.
         #[arg(long, default_value_t = 1)]
         jobs: usize,
-        /// Run only shard K of N of each runtime's campaign (`normfuzz conform --shard`), into
-        /// `reports/matrix/shards/`; no table is written until `--merge`.
+        /// Run only shard K of N of each runtime's campaign and e2e cases (`normfuzz conform
+        /// --shard`, `normfuzz e2e --shard`), into `reports/matrix/shards/`; no table is written
+        /// until `--merge`.
         #[arg(long, value_name = "K/N", value_parser = matrix::parse_shard)]
         shard: Option<(u64, u64)>,
         /// Join each runtime's shard reports (`normfuzz merge-reports`) and write the table.
@@ -179,6 +183,7 @@ impl Task {
             Task::Matrix {
                 runtimes,
                 cases,
+                e2e_cases,
                 seed,
                 jobs,
                 shard,
@@ -193,6 +198,7 @@ impl Task {
                 let options = matrix::Options {
                     runtimes,
                     cases,
+                    e2e_cases: e2e_cases.unwrap_or(cases),
                     seed,
                     jobs,
                     shard,

@@ -48,6 +48,8 @@ pub struct Options {
     /// Only these runtimes (folder names); all when empty.
     pub runtimes: Vec<String>,
     pub cases: u64,
+    /// E2e turns per runtime with an e2e adapter.
+    pub e2e_cases: u64,
     pub seed: u64,
     pub jobs: usize,
     /// Run only shard K of N (1-based) of each campaign, into `reports/matrix/shards/`.
@@ -97,9 +99,19 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
         eprintln!("{}", row.summary());
         rows.push(row);
         let adapter = dir.join(E2E_ADAPTER);
-        if adapter.is_file() && options.shard.is_none() && !options.merge {
-            let report = out.join(format!("{slug}-e2e"));
-            let row = match run_e2e(normfuzz, &adapter, &cache, &report, options) {
+        if adapter.is_file() {
+            let shards = out.join("shards").join(format!("{slug}-e2e"));
+            let report = match options.shard {
+                Some((k, n)) => shards.join(format!("{k}of{n}")),
+                None => out.join(format!("{slug}-e2e")),
+            };
+            let result = if options.merge {
+                // An e2e report is written in place: the previous merge's goes first.
+                remove_report(&report).and_then(|()| merge_shards(normfuzz, &shards, &report))
+            } else {
+                run_e2e(normfuzz, &adapter, &cache, &report, options)
+            };
+            let row = match result {
                 Ok(index) => Row::from_e2e_index(runtime, &index, &report_link(&out, &report)),
                 Err(err) => {
                     eprintln!("{} e2e: {err:#}", runtime.label());
@@ -132,8 +144,7 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
 pub(crate) const E2E_ADAPTER: &str = "e2e.toml";
 
 /// Runs the e2e level of a runtime already installed (its adapter reuses the unit install) into
-/// `report`; returns its `index.json`. Sharded and merging runs leave it out: e2e turns are
-/// not split by `--shard` here.
+/// `report`, only shard K of N of its cases under `--shard`; returns its `index.json`.
 fn run_e2e(
     normfuzz: &Path,
     adapter: &Path,
@@ -148,9 +159,10 @@ fn run_e2e(
         .arg(adapter)
         .arg("--cache")
         .arg(cache)
-        .args(["--cases", &options.cases.to_string()])
+        .args(["--cases", &options.e2e_cases.to_string()])
         .args(["--seed", &options.seed.to_string()])
         .args(["--jobs", &options.jobs.to_string()])
+        .args(options.shard.map(|(k, n)| format!("--shard={k}/{n}")))
         .arg("--report")
         .arg(report)
         .status()
@@ -237,6 +249,15 @@ fn run_one(
     serde_json::from_str(&text).with_context(|| format!("invalid {}", index.display()))
 }
 
+/// Removes the report folder `dir` (one of the matrix's own, under `reports/matrix/`) if it
+/// holds a report.
+fn remove_report(dir: &Path) -> Result<()> {
+    if dir.join("index.json").is_file() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))?;
+    }
+    Ok(())
+}
+
 /// Joins the shard reports under `shards` (folders `KofN`, every K of one N) into `report` with
 /// `normfuzz merge-reports`; returns the merged `index.json`.
 fn merge_shards(normfuzz: &Path, shards: &Path, report: &Path) -> Result<serde_json::Value> {
@@ -313,6 +334,9 @@ fn command_line(options: &Options) -> String {
         return "cargo xtask matrix --merge (the runtimes' shard reports joined)".into();
     }
     let mut line = format!("cargo xtask matrix --cases {}", options.cases);
+    if options.e2e_cases != options.cases {
+        line.push_str(&format!(" --e2e-cases {}", options.e2e_cases));
+    }
     if !options.runtimes.is_empty() {
         line.push_str(&format!(" --runtimes {}", options.runtimes.join(",")));
     }
