@@ -255,7 +255,7 @@ fn a_runtime_killed_mid_turn_is_reported_and_the_run_goes_on() {
         .filter_map(|f| f["reason"].as_str())
         .collect();
     assert!(
-        reasons.len() == 10 && reasons.iter().all(|r| r.contains("signal 9")),
+        reasons.len() == 11 && reasons.iter().all(|r| r.contains("signal 9")),
         "{reasons:?}"
     );
 }
