@@ -101,6 +101,12 @@ fn answer(op: Op, input: &Value) -> Result<Value, String> {
 }
 
 fn parse<T: DeserializeOwned>(input: &Value) -> Result<T, String> {
+    // serde also builds a struct from a JSON array of its fields in order; every op's input is
+    // an object (sut-protocol.md), so `[["r"]]` is refused, not read as `{"names": ["r"]}`
+    // (the retry fuzz target found the reference answering that while the judge saw no names).
+    if !input.is_object() {
+        return Err("input must be a JSON object".into());
+    }
     T::deserialize(input).map_err(|e| format!("input does not match the op's schema: {e}"))
 }
 
@@ -183,6 +189,25 @@ mod tests {
     use crate::reference::json_text::BLOCK_TEXT_MAX;
 
     const MILLION: usize = 1_000_000;
+
+    #[test]
+    fn inputs_are_objects_not_arrays_of_fields() {
+        for (op, fields) in [
+            (Op::SanitizeToolNames, json!([["r"]])),
+            (Op::ParseReply, json!(["MEDIA:/x", ["/r"]])),
+            (Op::NormalizeStream, json!([["a"], null, ["/r"]])),
+            (
+                Op::ResolveRetryImages,
+                json!([1, null, null, "openai", null]),
+            ),
+        ] {
+            assert!(call(op, &fields).is_err(), "{op:?} read {fields}");
+        }
+        assert_eq!(
+            call(Op::SanitizeToolNames, &json!({"names": ["r"]})),
+            Ok(json!({"names": ["r"]}))
+        );
+    }
 
     /// The texts of a `coerce_tool_result` output, which must be a normal result.
     fn texts(output: &Value) -> Vec<&str> {
