@@ -180,6 +180,14 @@ impl Row {
     pub fn from_e2e_index(runtime: &Runtime, index: &Value, report: &str) -> Row {
         let findings: Vec<&Value> = index["findings"].as_array().into_iter().flatten().collect();
         let stale: Vec<&Value> = index["stale"].as_array().into_iter().flatten().collect();
+        // An SDK's adapter (`[output] directives = false`) delivers nothing: S3 and D3 judge
+        // deliveries only.
+        let delivers = index["adapter"]
+            .as_str()
+            .and_then(|path| std::fs::read_to_string(path).ok())
+            .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
+            .and_then(|adapter| adapter.get("output")?.get("directives")?.as_bool())
+            .unwrap_or(true);
         let cells = E2E_RULES
             .iter()
             .map(|&rule| {
@@ -188,6 +196,8 @@ impl Row {
                     State::New
                 } else if stale.iter().any(|s| s["rule"] == rule) {
                     State::Stale
+                } else if hit.is_empty() && !delivers && DELIVERY_RULES.contains(&rule) {
+                    State::NotApplicable
                 } else if hit.is_empty() {
                     State::Pass
                 } else {
@@ -297,6 +307,9 @@ impl Row {
 /// The rules the e2e judge checks on every turn that ran (harness/src/runner/e2e/checks.rs:
 /// the model's view and the delivered reply; driver/case.rs: B1 and the mocks' verdicts).
 const E2E_RULES: [&str; 9] = ["S1", "S3", "D3", "F1", "F2", "F4", "F5", "B1", "provider"];
+
+/// The e2e rules judged only on what a runtime delivered (media).
+const DELIVERY_RULES: [&str; 2] = ["S3", "D3"];
 
 /// The e2e baseline's entries, for the reasons printed under the table (`normfuzz e2e` judges
 /// with it; other fields are not needed here).
@@ -545,7 +558,21 @@ mod tests {
         assert_eq!(cell("S1").state, State::New);
         assert_eq!(cell("B1").state, State::Stale);
         assert_eq!(cell("F1").state, State::Pass);
+        assert_eq!(cell("S3").state, State::Pass);
         assert!(!row.green());
+        // An SDK's adapter delivers nothing: S3 and D3 are not judged.
+        let dir = tempfile::tempdir().unwrap();
+        let adapter = dir.path().join("e2e.toml");
+        std::fs::write(&adapter, "[output]\ndirectives = false\n").unwrap();
+        let mut sdk = index.clone();
+        sdk["adapter"] = json!(adapter);
+        let row = Row::from_e2e_index(&runtime(), &sdk, "x");
+        let state = |rule: &str| row.cells.iter().find(|(r, _)| r == rule).unwrap().1.state;
+        assert_eq!(
+            (state("S3"), state("D3")),
+            (State::NotApplicable, State::NotApplicable)
+        );
+        assert_eq!(state("F1"), State::Pass);
         let mut green = index.clone();
         green["findings"][1]["known"] = json!(true);
         green["stale"] = json!([]);
