@@ -651,3 +651,35 @@ fn a_payload_shown_through_another_field_is_no_f4() {
     let leaked = json!({"content": [{"type": "text", "text": format!("[audio audio/wav] {b64}")}], "isError": false});
     assert!(gate_rules(Op::CoerceToolResult, &input, leaked).contains(&Rule::F4));
 }
+
+/// Blank text blocks may be dropped or kept (F3): the reference drops `""` and keeps a control
+/// character alone, and the blocks between them must still be judged against their own inputs
+/// (a campaign against the reference flagged C3 here when a dropped blank shifted them).
+#[test]
+fn a_dropped_blank_beside_a_kept_one_shifts_nothing() {
+    let input = json!({"content": [
+        {"type": "image"}, {"type": "text", "text": ""},
+        {"type": "audio", "data": "", "mimeType": "audio/wav"}, {"type": "text", "text": "\u{7f}"},
+    ]});
+    let output = normfuzz::reference::call(Op::CoerceToolResult, &input).expect("coerced");
+    assert_eq!(
+        output["content"].as_array().map(Vec::len),
+        Some(3),
+        "{output}"
+    );
+    assert_eq!(
+        gate_rules(Op::CoerceToolResult, &input, output.clone()),
+        Vec::<Rule>::new()
+    );
+    // Both dropped: fine too (keeping `""` is not: providers refuse an empty text block).
+    let mut none = output.clone();
+    none["content"].as_array_mut().unwrap().pop();
+    assert_eq!(
+        gate_rules(Op::CoerceToolResult, &input, none),
+        Vec::<Rule>::new()
+    );
+    // The audio placeholder without its media type is still C3.
+    let mut bad = output;
+    bad["content"][1]["text"] = json!("[audio]");
+    assert!(gate_rules(Op::CoerceToolResult, &input, bad).contains(&Rule::C3));
+}

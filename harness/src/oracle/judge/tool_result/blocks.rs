@@ -180,8 +180,14 @@ pub(super) fn blocks_match(
     let mut still_required = required;
     for e in &expects {
         if matches!(e, Expect::Droppable) {
-            // A kept blank block is matched only when more blocks remain than are required.
-            if blocks.len() - j > still_required {
+            // A kept blank block is matched only when more blocks remain than are required and
+            // the block at hand is blank text: a dropped one (`""`) beside a kept one (`"\u{7f}"`)
+            // must not shift the blocks that follow onto the wrong inputs.
+            let kept_blank = blocks.get(j).is_some_and(|b| {
+                b.get("type").and_then(Value::as_str) == Some("text")
+                    && str_field(b, "text").is_some_and(is_blank)
+            });
+            if blocks.len() - j > still_required && kept_blank {
                 j += 1;
             }
             continue;
