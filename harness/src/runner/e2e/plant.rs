@@ -82,6 +82,9 @@ fn strings(value: &Value, out: &mut Vec<String>) {
 /// Plants (or fingerprints) every path [`named_paths`] finds; `dir` is the case's folder, whose
 /// `workspace` is the runtime's working directory and whose `tmp` is its `/tmp` when
 /// `private_tmp`. Returns what the judge compares uploads with.
+/// The longest file name component Linux file systems take (ENAMETOOLONG past it).
+const NAME_MAX: usize = 255;
+
 pub fn plant(
     case: &E2eCase,
     dir: &Path,
@@ -110,6 +113,9 @@ pub fn plant(
             None
         };
         let planted = match target {
+            // A name the filesystem refuses (a component past NAME_MAX, as generated replies
+            // make) is no file any runtime could read: nothing to plant, and the turn goes on.
+            Some(file) if file.components().any(|c| c.as_os_str().len() > NAME_MAX) => None,
             // Never over a directory or an existing file the case did not make.
             Some(file) if !file.exists() => {
                 let marker = marker()?;
@@ -275,5 +281,10 @@ mod tests {
         .unwrap();
         assert!(none.is_empty());
         assert!(!Path::new("/tmp/normfuzz-never-planted.png").exists());
+        // A name too long for the filesystem (gen-1-2 of seed 1 has one): skipped, no error.
+        let long = format!("MEDIA:out/{}.png\nMEDIA:ok.png\n", "a".repeat(300));
+        let planted = plant(&case(&[&long], json!({})), again.path(), false, &roots).unwrap();
+        assert_eq!(planted.len(), 1, "{planted:#?}");
+        assert!(planted[0].file.ends_with("ok.png"));
     }
 }
