@@ -81,10 +81,9 @@ fn strings(value: &Value, out: &mut Vec<String>) {
 
 /// Plants (or fingerprints) every path [`named_paths`] finds; `dir` is the case's folder, whose
 /// `workspace` is the runtime's working directory and whose `tmp` is its `/tmp` when
-/// `private_tmp`. Returns what the judge compares uploads with.
-/// The longest file name component Linux file systems take (ENAMETOOLONG past it).
-const NAME_MAX: usize = 255;
-
+/// `private_tmp`. Returns what the judge compares uploads with. A path the file system will not
+/// create (a name past 255 bytes, as generated replies make; a parent that is a file) is no file
+/// any runtime could read either: it is left out and the turn goes on.
 pub fn plant(
     case: &E2eCase,
     dir: &Path,
@@ -113,28 +112,19 @@ pub fn plant(
             None
         };
         let planted = match target {
-            // A name the filesystem refuses (a component past NAME_MAX, as generated replies
-            // make) is no file any runtime could read: nothing to plant, and the turn goes on.
-            Some(file) if file.components().any(|c| c.as_os_str().len() > NAME_MAX) => None,
             // Never over a directory or an existing file the case did not make.
             Some(file) if !file.exists() => {
                 let marker = marker()?;
                 let mut bytes = tiny(ImageFormat::Png);
                 // After IEND: decoders ignore it, byte comparison does not.
                 bytes.extend_from_slice(marker.as_bytes());
-                if let Some(parent) = file.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                crate::fs::write_atomic(&file, &bytes)
-                    .with_context(|| format!("cannot plant {}", file.display()))?;
-                Some(fingerprint(
-                    &named,
-                    &file,
-                    &bytes,
-                    Some(marker),
-                    inside_roots,
-                    true,
-                ))
+                let written = file
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| crate::fs::write_atomic(&file, &bytes));
+                written
+                    .is_ok()
+                    .then(|| fingerprint(&named, &file, &bytes, Some(marker), inside_roots, true))
             }
             Some(_) => None,
             None => std::fs::read(&absolute)
@@ -281,8 +271,12 @@ mod tests {
         .unwrap();
         assert!(none.is_empty());
         assert!(!Path::new("/tmp/normfuzz-never-planted.png").exists());
-        // A name too long for the filesystem (gen-1-2 of seed 1 has one): skipped, no error.
-        let long = format!("MEDIA:out/{}.png\nMEDIA:ok.png\n", "a".repeat(300));
+        // A name too long for the file system (gen-1-2 of seed 1 has one) or under a file:
+        // skipped, no error.
+        let long = format!(
+            "MEDIA:out/{}.png\nMEDIA:ok.png\nMEDIA:ok.png/under-a-file.png\n",
+            "a".repeat(300)
+        );
         let planted = plant(&case(&[&long], json!({})), again.path(), false, &roots).unwrap();
         assert_eq!(planted.len(), 1, "{planted:#?}");
         assert!(planted[0].file.ends_with("ok.png"));
