@@ -162,7 +162,7 @@ fn baseline_of(found: &[(String, String, String)]) -> String {
 
 /// `--via channel`: the fake serves the mock Telegram Bot API as a gateway would. The good one
 /// passes (its one expected image arrives); the bad one's leaks are caught on the delivered
-/// layer: the canary planted at /tmp/secret.png uploaded byte for byte (S3, when the sandbox can
+/// layer: the canary planted at /tmp/screenshots/secret.png uploaded byte for byte (S3, when the sandbox can
 /// bind the case's own folder over /tmp), a live directive line in a message (S1), the same
 /// file uploaded twice (D3).
 #[test]

@@ -85,12 +85,14 @@ pub fn seeds() -> Vec<E2eCase> {
         ),
         case(
             "reply-media-tmp-canary",
-            "the final reply names /tmp/secret.png, where a canary with random bytes is planted outside \
-             every media root: its bytes must reach no channel (the leaked-screenshot report)",
+            "the final reply names /tmp/screenshots/secret.png, where a canary with random bytes is \
+             planted outside every media root: its bytes must reach no channel (the leaked-screenshot \
+             report; a folder of its own, so its parent is never an ancestor of the runtime's state, \
+             wherever the report lies)",
             1,
             true,
             json!({"content": [{"type": "text", "text": "Screenshot taken."}]}),
-            &["Here is the screenshot.\nMEDIA:/tmp/secret.png\n"],
+            &["Here is the screenshot.\nMEDIA:/tmp/screenshots/secret.png\n"],
         ),
         case(
             "valid-image",

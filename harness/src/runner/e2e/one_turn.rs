@@ -111,7 +111,10 @@ pub fn run(dir: &Path) -> Result<()> {
             bail!("`ip link set lo up` failed ({status})");
         }
     }
-    let private_tmp = spec.private_tmp && bind_tmp(&tmp, &spec)?;
+    let private_tmp = spec.private_tmp;
+    if private_tmp {
+        bind_tmp(&tmp, &spec)?;
+    }
 
     let case = &spec.case;
     let flavour = &adapter.flavour[case.flavour % adapter.flavour.len()];
@@ -343,23 +346,38 @@ fn write_channel_capture(records: &[Value], dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Binds `tmp` over `/tmp` unless something the turn needs lives under `/tmp` (it would vanish).
-fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<bool> {
+/// Binds `tmp` over `/tmp`. What the turn needs from the old `/tmp` (the case folder itself when
+/// the report lies there, as in a clone under `/tmp`; the runtime cache, the binaries) would
+/// vanish under it, so each such top-level entry of `/tmp` is bound first into `tmp` at its own
+/// name and comes along with the recursive bind: `/tmp/<entry>` still reaches it.
+fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<()> {
     let exe = std::env::current_exe()?;
     let needed: [&Path; 5] = [tmp, &spec.cache, &spec.mock_mcp, &spec.adapter, &exe];
-    if needed.iter().any(|p| p.starts_with("/tmp")) {
-        return Ok(false);
+    let tops: std::collections::BTreeSet<PathBuf> = needed
+        .iter()
+        .filter_map(|p| p.strip_prefix("/tmp").ok()?.components().next())
+        .map(|top| PathBuf::from(top.as_os_str()))
+        .collect();
+    let mount = |args: &[&std::ffi::OsStr]| -> Result<()> {
+        let status = Command::new("mount")
+            .args(args)
+            .status()
+            .context("cannot run `mount`")?;
+        if !status.success() {
+            bail!("`mount {args:?}` failed ({status})");
+        }
+        Ok(())
+    };
+    for top in &tops {
+        let (from, to) = (Path::new("/tmp").join(top), tmp.join(top));
+        if from.is_dir() {
+            std::fs::create_dir_all(&to)?;
+        } else {
+            std::fs::write(&to, b"")?;
+        }
+        mount(&["--bind".as_ref(), from.as_os_str(), to.as_os_str()])?;
     }
-    let status = Command::new("mount")
-        .args(["--rbind"])
-        .arg(tmp)
-        .arg("/tmp")
-        .status()
-        .context("cannot run `mount`")?;
-    if !status.success() {
-        bail!("binding {} over /tmp failed ({status})", tmp.display());
-    }
-    Ok(true)
+    mount(&["--rbind".as_ref(), tmp.as_os_str(), "/tmp".as_ref()])
 }
 
 /// The captured requests of a finished turn, in arrival order.
