@@ -153,23 +153,37 @@ fn run_e2e(
     options: &Options,
 ) -> Result<serde_json::Value> {
     eprintln!("==> normfuzz e2e --adapter {}", adapter.display());
-    let status = Command::new(normfuzz)
+    let mut command = Command::new(normfuzz);
+    command
         .arg("e2e")
         .arg("--adapter")
         .arg(adapter)
         .arg("--cache")
-        .arg(cache)
-        .args(["--cases", &options.e2e_cases.to_string()])
+        .arg(cache);
+    // 0: green against the baseline, 1: new or stale findings (judged in the table).
+    run_into_report(command, options.e2e_cases, options, report)
+}
+
+/// Runs a `normfuzz` campaign command with the matrix's cases, seed, jobs, shard and report
+/// folder, and returns the report's `index.json`. Exit 0 and 1 are judgements (read from the
+/// report against the baseline); anything else is the run itself failing.
+fn run_into_report(
+    mut command: Command,
+    cases: u64,
+    options: &Options,
+    report: &Path,
+) -> Result<serde_json::Value> {
+    let status = command
+        .args(["--cases", &cases.to_string()])
         .args(["--seed", &options.seed.to_string()])
         .args(["--jobs", &options.jobs.to_string()])
         .args(options.shard.map(|(k, n)| format!("--shard={k}/{n}")))
         .arg("--report")
         .arg(report)
         .status()
-        .context("cannot run normfuzz e2e")?;
-    // 0: green against the baseline, 1: new or stale findings (judged in the table).
+        .with_context(|| format!("cannot run {command:?}"))?;
     if !matches!(status.code(), Some(0 | 1)) {
-        bail!("normfuzz e2e failed ({status})");
+        bail!("{command:?} failed ({status})");
     }
     let index = report.join("index.json");
     let text = std::fs::read_to_string(&index)
@@ -226,27 +240,14 @@ fn run_one(
         .collect::<Vec<_>>()
         .join(" ");
     eprintln!("==> normfuzz conform --sut {sut} ({})", runtime.label());
-    let status = Command::new(normfuzz)
+    let mut command = Command::new(normfuzz);
+    command
         .arg("conform")
         .args(["--sut", &sut])
         // Recorded in the report, where `normfuzz upstream` finds the runtime's repro template.
-        .args(["--runtime", &runtime.label()])
-        .args(["--cases", &options.cases.to_string()])
-        .args(["--seed", &options.seed.to_string()])
-        .args(["--jobs", &options.jobs.to_string()])
-        .args(options.shard.map(|(k, n)| format!("--shard={k}/{n}")))
-        .arg("--report")
-        .arg(report)
-        .status()
-        .context("cannot run normfuzz conform")?;
-    // 0: no gate failure, 1: some (judged below against the baseline), 2: the run itself failed.
-    if !matches!(status.code(), Some(0 | 1)) {
-        bail!("normfuzz conform failed ({status})");
-    }
-    let index = report.join("index.json");
-    let text = std::fs::read_to_string(&index)
-        .with_context(|| format!("cannot read {}", index.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("invalid {}", index.display()))
+        .args(["--runtime", &runtime.label()]);
+    // 0: no gate failure, 1: some (judged against the baseline), 2: the run itself failed.
+    run_into_report(command, options.cases, options, report)
 }
 
 /// Removes the report folder `dir` (one of the matrix's own, under `reports/matrix/`) if it
