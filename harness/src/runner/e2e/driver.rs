@@ -128,7 +128,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
         "running {} cases against {} via {} ({} jobs, isolation: {isolation:?})",
         plan.len(),
         adapter.label(),
-        format!("{:?}", args.via).to_lowercase(),
+        args.via.as_str(),
         args.jobs.max(1)
     );
     std::thread::scope(|scope| {

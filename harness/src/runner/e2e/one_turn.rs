@@ -52,6 +52,14 @@ pub enum Via {
 }
 
 impl Via {
+    /// The name `--via` takes and reports show.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Payload => "payload",
+            Via::Channel => "channel",
+        }
+    }
+
     /// The layers a turn of this kind judges.
     pub fn layers(self) -> [Layer; 2] {
         match self {
@@ -397,6 +405,15 @@ pub fn read_jsonl(path: &Path) -> Result<Vec<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn via_names_agree_with_serde_and_clap() {
+        for via in [Via::Payload, Via::Channel] {
+            assert_eq!(serde_json::to_value(via).unwrap(), via.as_str());
+            let parsed = <Via as clap::ValueEnum>::from_str(via.as_str(), false);
+            assert_eq!(parsed, Ok(via));
+        }
+    }
 
     #[test]
     fn a_channel_turn_ends_after_a_message_that_follows_the_model() {

@@ -148,7 +148,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         runtime: format!("{} ({version})", adapter.label()),
         facts: vec![
             ("isolation", format!("{isolation:?}")),
-            ("via", format!("{via:?}").to_lowercase()),
+            ("via", via.as_str().to_string()),
             ("seed", seed.to_string()),
             ("time", format!("{elapsed:.0} s")),
             (
