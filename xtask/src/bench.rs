@@ -65,8 +65,8 @@ struct AnchorRow {
 
 /// Installs the anchor runtime (the e2e cache) and times its coercion on the bench documents.
 fn run_anchor(root: &Path, normfuzz: &Path, name: &str) -> Result<Vec<AnchorRow>> {
-    let runtimes = root.join("harness/runtimes");
-    let script = runtimes.join(format!("{name}.bench.mjs"));
+    let dir = root.join("harness/runtimes").join(name);
+    let script = dir.join("bench.mjs");
     if !script.is_file() {
         bail!("no anchor script {} for runtime {name}", script.display());
     }
@@ -74,7 +74,7 @@ fn run_anchor(root: &Path, normfuzz: &Path, name: &str) -> Result<Vec<AnchorRow>
     let output = Command::new(normfuzz)
         .arg("bench-anchor")
         .arg("--adapter")
-        .arg(runtimes.join(format!("{name}.toml")))
+        .arg(dir.join(crate::matrix::E2E_ADAPTER))
         .arg("--script")
         .arg(&script)
         .arg("--docs")

@@ -194,7 +194,7 @@ fn count(summary: &str, label: &str) -> u64 {
 /// any finding (strict: a split request is a protocol fault or a divergence) and under 2,000
 /// cases/s (split requests wait out the answer timeout, so the rate collapses too).
 fn readline_shim(root: &Path, normfuzz: &Path, report: &Path) -> Result<f64> {
-    let adapter = root.join("harness/runtimes/openclaw.toml");
+    let adapter = root.join("harness/runtimes/openclaw/e2e.toml");
     let out = Command::new(normfuzz)
         .args(["e2e", "--install-only", "--adapter"])
         .arg(&adapter)

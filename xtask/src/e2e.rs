@@ -1,13 +1,13 @@
 //! `cargo xtask e2e --runtime NAME`: builds normfuzz and the mock servers, then runs
-//! `normfuzz e2e` with the runtime's adapter file (`harness/runtimes/NAME.toml`, or an SDK's
-//! `harness/runtimes/NAME/e2e.toml`, whose packages the runtime matrix's installer puts in
-//! place first). The e2e smoke of `cargo xtask ci` runs the same with the binaries the tests
+//! `normfuzz e2e` with the runtime's adapter file, `harness/runtimes/NAME/e2e.toml` (for an SDK's
+//! adapter with `unit_install`, the runtime matrix's installer puts its packages in place
+//! first). The e2e smoke of `cargo xtask ci` runs the same with the binaries the tests
 //! were run with.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 
 use crate::{cargo, step};
 
@@ -33,18 +33,20 @@ pub fn build(root: &Path) -> Result<PathBuf> {
 
 /// Runs the e2e campaign with `normfuzz` (`mock-providers` next to it); returns its exit code.
 pub fn e2e(root: &Path, normfuzz: &Path, runtime: &str, args: &[String]) -> Result<i32> {
-    let runtimes = root.join("harness/runtimes");
-    let mut adapter = runtimes.join(format!("{runtime}.toml"));
-    if !adapter.is_file() {
-        adapter = runtimes.join(runtime).join(crate::matrix::E2E_ADAPTER);
-        if !adapter.is_file() {
-            bail!(
-                "no adapter for runtime {runtime:?}: neither {runtime}.toml nor {runtime}/{} under {}",
-                crate::matrix::E2E_ADAPTER,
-                runtimes.display()
-            );
-        }
-        // The SDK's adapter reuses its unit-level install (`unit_install`).
+    let dir = root.join("harness/runtimes").join(runtime);
+    let adapter = dir.join(crate::matrix::E2E_ADAPTER);
+    let text = std::fs::read_to_string(&adapter).with_context(|| {
+        format!(
+            "no e2e adapter for runtime {runtime:?}: cannot read {}",
+            adapter.display()
+        )
+    })?;
+    let table: toml::Table =
+        toml::from_str(&text).with_context(|| format!("invalid {}", adapter.display()))?;
+    // An SDK's adapter reuses its unit-level install (`unit_install`), made here; any other
+    // adapter's own `[[install]]` steps are run by `normfuzz e2e`.
+    if table.get("unit_install").and_then(toml::Value::as_bool) == Some(true) {
+        let runtimes = root.join("harness/runtimes");
         for (_, unit) in crate::matrix::load_all(&runtimes, &[runtime.to_string()])? {
             crate::matrix::install::ensure(&unit, &crate::matrix::install::cache_root())?;
         }

@@ -13,7 +13,7 @@ use normfuzz::runner::e2e::install;
 
 #[derive(clap::Args)]
 pub struct BenchAnchorArgs {
-    /// Runtime adapter file (harness/runtimes/<name>.toml); installed on first use, as for e2e.
+    /// Runtime adapter file (harness/runtimes/<name>/e2e.toml); installed on first use, as for e2e.
     #[arg(long)]
     adapter: PathBuf,
     /// Node script that times the runtime's coercion: `node SCRIPT <install dir> <docs dir>

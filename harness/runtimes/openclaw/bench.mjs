@@ -1,7 +1,7 @@
 // openclaw's own MCP result coercion timed on the benchmark documents (`normfuzz bench-anchor`,
 // run by `cargo xtask bench --anchor openclaw` on the runtime's installed Node).
 //
-// Usage: node openclaw.bench.mjs <runtime cache> <docs dir> <runs>
+// Usage: node bench.mjs <runtime cache> <docs dir> <runs>
 // Prints one JSON line per document: {"name", "bytes", "ns"}, ns being the best of <runs> runs
 // of the mean time of one parse + projectMcpCallToolResult + stringify.
 import { readFileSync, readdirSync } from "node:fs";
