@@ -36,14 +36,23 @@ pub use verdict::{Provider, Verdict};
 
 /// Judges `body` as `provider`'s real API would. Never panics, whatever the bytes.
 pub fn validate(provider: Provider, body: &[u8]) -> Verdict {
-    let checked = match provider {
+    verdict(match provider {
         Provider::Anthropic => providers::anthropic::validate(body),
         Provider::OpenAiChat => providers::openai_chat::validate(body),
         Provider::OpenAiResponses => providers::openai_responses::validate(body),
         Provider::Gemini => providers::gemini::validate(body),
         Provider::Bedrock => providers::bedrock::validate(body),
         Provider::Ollama => providers::ollama::validate(body),
-    };
+    })
+}
+
+/// [`validate`] of the request [`tool_result_request`] builds, without its bytes: the in-process
+/// oracle's path (see `providers::check_tool_result`).
+pub fn validate_tool_result(provider: Provider, blocks: &serde_json::Value) -> Verdict {
+    verdict(providers::check_tool_result(provider, blocks))
+}
+
+fn verdict(checked: verdict::Checked) -> Verdict {
     match checked {
         Ok(()) => Verdict::Accepted,
         Err(r) => Verdict::Rejected {

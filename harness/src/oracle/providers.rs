@@ -11,8 +11,7 @@ pub fn provider_rejections(blocks: &Value) -> Vec<Violation> {
     mock_providers::Provider::ALL
         .into_iter()
         .filter_map(|provider| {
-            let body = mock_providers::tool_result_request(provider, blocks);
-            match mock_providers::validate(provider, &body) {
+            match mock_providers::validate_tool_result(provider, blocks) {
                 mock_providers::Verdict::Accepted => None,
                 verdict @ mock_providers::Verdict::Rejected { status, .. } => Some(gate(
                     Rule::Provider,

@@ -124,7 +124,15 @@ struct ImageRef<'a> {
 }
 
 pub(crate) fn validate(body: &[u8]) -> Checked {
-    let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(body) else {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return Err(serialization());
+    };
+    check(&request)
+}
+
+/// The checks after parsing: `request` is the parsed body.
+pub(crate) fn check(request: &Value) -> Checked {
+    let Value::Object(request) = request else {
         return Err(serialization());
     };
     let messages = match request.get("messages") {

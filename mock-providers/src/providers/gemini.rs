@@ -111,10 +111,20 @@ struct Blob<'a> {
 }
 
 pub(crate) fn validate(body: &[u8]) -> Checked {
-    if body.len() > MAX_REQUEST_BYTES {
+    check_size(body.len())?;
+    let request: Value = serde_json::from_slice(body).map_err(|_| reject(msg::BAD_JSON))?;
+    check(&request)
+}
+
+pub(crate) fn check_size(bytes: usize) -> Checked {
+    if bytes > MAX_REQUEST_BYTES {
         return Err(reject(msg::too_large(MAX_REQUEST_BYTES)));
     }
-    let request: Value = serde_json::from_slice(body).map_err(|_| reject(msg::BAD_JSON))?;
+    Ok(())
+}
+
+/// The checks after parsing: `request` is the parsed body.
+pub(crate) fn check(request: &Value) -> Checked {
     let request = request
         .as_object()
         .ok_or_else(|| reject(msg::ROOT_NOT_OBJECT))?;

@@ -10,7 +10,7 @@ pub(crate) mod openai_chat;
 mod openai_common;
 pub(crate) mod openai_responses;
 
-use crate::verdict::Provider;
+use crate::verdict::{Checked, Provider};
 use serde_json::Value;
 
 /// Builds `provider`'s minimal valid request whose tool result carries `blocks`, the agent blocks the
@@ -21,17 +21,60 @@ use serde_json::Value;
 /// carry images in a `tool` message (docs/research/providers.md §2.1), so its images go in the next `user` message, as
 /// agent runtimes do.
 pub fn tool_result_request(provider: Provider, blocks: &Value) -> Vec<u8> {
+    // Serializing a `Value` cannot fail.
+    serde_json::to_vec(&tool_result_value(provider, blocks)).unwrap_or_default()
+}
+
+/// [`crate::validate`] of `provider`'s [`tool_result_request`] carrying `blocks`, judged on the
+/// request as built instead of on its bytes parsed back: the same verdict (serializing a `Value`
+/// and parsing it again gives the same `Value`; a size limit is checked on the length the bytes
+/// would have) for two serializations and a parse less, which the in-process oracle pays per case.
+pub(crate) fn check_tool_result(provider: Provider, blocks: &Value) -> Checked {
+    let request = tool_result_value(provider, blocks);
+    match provider {
+        Provider::Anthropic => {
+            anthropic::check_size(serialized_len(&request))?;
+            anthropic::check(&request)
+        }
+        Provider::OpenAiChat => openai_chat::check(&request),
+        Provider::OpenAiResponses => openai_responses::check(&request),
+        Provider::Gemini => {
+            gemini::check_size(serialized_len(&request))?;
+            gemini::check(&request)
+        }
+        Provider::Bedrock => bedrock::check(&request),
+        Provider::Ollama => ollama::check(&request),
+    }
+}
+
+/// The length of `value` serialized, without keeping the bytes.
+fn serialized_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to `Count` cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+fn tool_result_value(provider: Provider, blocks: &Value) -> Value {
     let blocks = agent_blocks(blocks);
-    let request = match provider {
+    match provider {
         Provider::Anthropic => anthropic::tool_result_request(&blocks),
         Provider::OpenAiChat => openai_chat::tool_result_request(&blocks),
         Provider::OpenAiResponses => openai_responses::tool_result_request(&blocks),
         Provider::Gemini => gemini::tool_result_request(&blocks),
         Provider::Bedrock => bedrock::tool_result_request(&blocks),
         Provider::Ollama => ollama::tool_result_request(&blocks),
-    };
-    // Serializing a `Value` cannot fail.
-    serde_json::to_vec(&request).unwrap_or_default()
+    }
 }
 
 /// One block of a normalized tool result, as the harness produces it.

@@ -78,8 +78,13 @@ pub(crate) fn validate(body: &[u8]) -> Checked {
         }
         None => return Err(reject(msg::MISSING_BODY)),
     };
-    let Value::Object(request) = &request else {
-        return Err(type_error(&request, "value", "api.ChatRequest"));
+    check(&request)
+}
+
+/// The checks after parsing: `request` is the body's first JSON value.
+pub(crate) fn check(request: &Value) -> Checked {
+    let Value::Object(request) = request else {
+        return Err(type_error(request, "value", "api.ChatRequest"));
     };
     let model = match request.get("model") {
         None | Some(Value::Null) => "",

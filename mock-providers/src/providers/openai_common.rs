@@ -119,8 +119,13 @@ pub(super) fn wrong_type(param: &str, expected: &str, got: &Value) -> Rejection 
 }
 
 /// Parses the body and requires a string `model`.
-pub(super) fn parse(body: &[u8]) -> Result<Map<String, Value>, Rejection> {
-    let Ok(Value::Object(request)) = serde_json::from_slice::<Value>(body) else {
+pub(super) fn parse(body: &[u8]) -> Result<Value, Rejection> {
+    serde_json::from_slice::<Value>(body).map_err(|_| reject(msg::BAD_JSON, None, None))
+}
+
+/// The parsed body as the request object, with its `model`.
+pub(super) fn request_object(request: &Value) -> Result<&Map<String, Value>, Rejection> {
+    let Value::Object(request) = request else {
         return Err(reject(msg::BAD_JSON, None, None));
     };
     match request.get("model") {

@@ -3,7 +3,7 @@
 
 use super::openai_common::{
     Api, ImageRef, call_id, check_images, data_url, invalid_value, missing, now, object, parse,
-    reject, required_str, wrong_type,
+    reject, request_object, required_str, wrong_type,
 };
 use super::{AgentBlock, text_of};
 use crate::ids;
@@ -29,7 +29,12 @@ mod msg {
 }
 
 pub(crate) fn validate(body: &[u8]) -> Checked {
-    let request = parse(body)?;
+    check(&parse(body)?)
+}
+
+/// The checks after parsing: `request` is the parsed body.
+pub(crate) fn check(request: &Value) -> Checked {
+    let request = request_object(request)?;
     let items = match request.get("input") {
         None | Some(Value::String(_)) => return Ok(()),
         Some(Value::Array(items)) => items,

@@ -1,7 +1,7 @@
 //! Arbitrary bodies and arbitrary image blocks: never a panic, never a 5xx, never a hang.
 
 use crate::common::*;
-use mock_providers::{Provider, Verdict, tool_result_request, validate};
+use mock_providers::{Provider, Verdict, tool_result_request, validate, validate_tool_result};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -137,6 +137,26 @@ proptest! {
     fn arbitrary_image_blocks_never_panic_or_5xx(p in provider(), blocks in prop::collection::vec(block(), 0..5)) {
         let body = tool_result_request(p, &Value::Array(blocks));
         prop_assert!(well_formed(&validate(p, &body)));
+    }
+
+    #[test]
+    fn judging_the_built_request_equals_judging_its_bytes(p in provider(), blocks in prop::collection::vec(prop_oneof![block(), any_json()], 0..5)) {
+        // The oracle's shortcut (no serialize and re-parse) must answer what the server would.
+        // Request ids are random (a header, and Anthropic's body): the rest must match.
+        let blocks = Value::Array(blocks);
+        let answer = |v: Verdict| match v {
+            Verdict::Accepted => None,
+            Verdict::Rejected { status, mut body, .. } => {
+                if let Some(body) = body.as_object_mut() {
+                    body.remove("request_id");
+                }
+                Some((status, body))
+            }
+        };
+        prop_assert_eq!(
+            answer(validate_tool_result(p, &blocks)),
+            answer(validate(p, &tool_result_request(p, &blocks)))
+        );
     }
 
     #[test]

@@ -120,9 +120,7 @@ fn at(path: &str, message: &str) -> Rejection {
 }
 
 pub(crate) fn validate(body: &[u8]) -> Checked {
-    if body.len() > MAX_REQUEST_BYTES {
-        return Err(reject(413, "request_too_large", msg::TOO_LARGE));
-    }
+    check_size(body.len())?;
     let request: Value = serde_json::from_slice(body).map_err(|e| {
         let SyntaxError {
             reason,
@@ -135,6 +133,18 @@ pub(crate) fn validate(body: &[u8]) -> Checked {
             .count();
         invalid(msg::bad_json(&reason, line, column, char_index))
     })?;
+    check(&request)
+}
+
+pub(crate) fn check_size(bytes: usize) -> Checked {
+    if bytes > MAX_REQUEST_BYTES {
+        return Err(reject(413, "request_too_large", msg::TOO_LARGE));
+    }
+    Ok(())
+}
+
+/// The checks after parsing: `request` is the parsed body.
+pub(crate) fn check(request: &Value) -> Checked {
     let Some(request) = request.as_object() else {
         return Err(invalid(msg::NOT_A_DICT));
     };
