@@ -181,11 +181,11 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     let failed = outcome.failed(campaign.strict);
     let cases = outcome.cases();
     eprintln!(
-        "{} against {}: {cases} cases in {:.1} s ({:.0} cases/s), {} findings; report in {}",
+        "{} against {}: {cases} cases in {:.1} s ({}), {} findings; report in {}",
         if failed == 0 { "pass" } else { "FAIL" },
         outcome.sut,
         outcome.elapsed_ms as f64 / 1000.0,
-        cases as f64 * 1000.0 / outcome.elapsed_ms.max(1) as f64,
+        normfuzz::runner::report::rates(&outcome),
         outcome.findings.len(),
         dir.display()
     );

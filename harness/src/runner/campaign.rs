@@ -132,6 +132,10 @@ pub struct Outcome {
     pub sut: String,
     pub seed: u64,
     pub elapsed_ms: u128,
+    /// Jobs that ran the campaign, and the job time they spent shrinking, summed: what
+    /// [`Outcome::judging_rate`] leaves out.
+    pub jobs: u64,
+    pub shrink_ms: u64,
     pub per_op: BTreeMap<Op, Tally>,
     pub findings: Vec<Finding>,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
@@ -149,6 +153,23 @@ impl Outcome {
             .values()
             .map(|t| t.failed + if strict { t.divergent } else { 0 })
             .sum()
+    }
+
+    /// Cases per second over the whole run, shrinking included.
+    pub fn rate(&self) -> f64 {
+        self.cases() as f64 * 1000.0 / self.elapsed_ms.max(1) as f64
+    }
+
+    /// Cases per second while the jobs generated, ran and judged cases: the campaign's job time
+    /// without the time spent shrinking findings (a short campaign against a SUT with many
+    /// distinct findings spends most of its time shrinking them, each once).
+    pub fn judging_rate(&self) -> f64 {
+        let jobs = self.jobs.max(1);
+        let job_ms = (self.elapsed_ms as u64)
+            .saturating_mul(jobs)
+            .saturating_sub(self.shrink_ms)
+            .max(1);
+        self.cases() as f64 * 1000.0 * jobs as f64 / job_ms as f64
     }
 }
 
@@ -171,6 +192,8 @@ struct Shared<'a> {
     started: Instant,
     /// Set when `stop_on_gate` is asked and a gate failure was found: every job stops.
     stop: std::sync::atomic::AtomicBool,
+    /// Job time spent shrinking, summed over jobs.
+    shrink_ms: AtomicU64,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -189,6 +212,7 @@ pub fn run<S: Sut>(
         progress,
         started,
         stop: std::sync::atomic::AtomicBool::new(false),
+        shrink_ms: AtomicU64::new(0),
     };
     let mut suts = Vec::new();
     for _ in 0..campaign.jobs.max(1) {
@@ -245,6 +269,8 @@ pub fn run<S: Sut>(
         sut: name,
         seed: campaign.seed,
         elapsed_ms: started.elapsed().as_millis(),
+        jobs: campaign.jobs.max(1) as u64,
+        shrink_ms: shared.shrink_ms.into_inner(),
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
         timeline,
@@ -432,8 +458,12 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
                 };
                 if is_new {
                     let seen_ms = shared.started.elapsed().as_millis() as u64;
+                    let shrinking = Instant::now();
                     let mut finding =
                         super::shrink::shrink(&mut sut, op, tree, first_violation, campaign.seed)?;
+                    shared
+                        .shrink_ms
+                        .fetch_add(shrinking.elapsed().as_millis() as u64, Ordering::Relaxed);
                     finding.first_seen_ms = seen_ms;
                     if finding.gate && campaign.stop_on_gate {
                         shared.stop.store(true, Ordering::Relaxed);

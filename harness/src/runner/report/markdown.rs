@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::escape::is_invisible;
 use super::libfuzzer::{FuzzRun, Status};
 use super::view::{CampaignView, E2eView};
+use crate::runner::campaign::Outcome;
 
 /// Bytes of a minimal input shown in the summary; the finding's file has all of it.
 const INPUT_MAX: usize = 600;
@@ -55,17 +56,31 @@ fn verdict(passed: bool) -> &'static str {
     if passed { "pass" } else { "FAIL" }
 }
 
+/// The campaign's rate, and its rate outside shrinking when shrinking took any time.
+pub fn rates(outcome: &Outcome) -> String {
+    let overall = format!("{:.0} cases/s", outcome.rate());
+    if outcome.shrink_ms == 0 {
+        return overall;
+    }
+    format!(
+        "{overall}; {:.0} cases/s outside {:.1} s of shrinking",
+        outcome.judging_rate(),
+        outcome.shrink_ms as f64 / 1000.0
+    )
+}
+
 pub fn campaign(campaign: &CampaignView<'_>) -> String {
     let outcome = campaign.outcome;
     let mut md = String::new();
     let _ = writeln!(md, "# normfuzz conformance: {}\n", code(&outcome.sut));
     let _ = writeln!(
         md,
-        "{}, seed {}, {} cases in {:.1} s: **{}** ({} failed cases{})\n",
+        "{}, seed {}, {} cases in {:.1} s ({}): **{}** ({} failed cases{})\n",
         code(campaign.sut_command),
         outcome.seed,
         outcome.cases(),
         outcome.elapsed_ms as f64 / 1000.0,
+        rates(outcome),
         verdict(campaign.passed()),
         outcome.failed(campaign.strict),
         if campaign.strict {

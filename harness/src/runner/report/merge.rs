@@ -54,6 +54,9 @@ pub fn read(dir: &Path) -> Result<Part> {
         sut: serde_json::from_value(field("sut")?.clone())?,
         seed: serde_json::from_value(field("seed")?.clone())?,
         elapsed_ms: serde_json::from_value::<u64>(field("elapsedMs")?.clone())?.into(),
+        // Reports written before these were recorded: one job, no shrinking counted.
+        jobs: index.get("jobs").and_then(|v| v.as_u64()).unwrap_or(1),
+        shrink_ms: index.get("shrinkMs").and_then(|v| v.as_u64()).unwrap_or(0),
         per_op: serde_json::from_value(field("perOp")?.clone())?,
         findings,
         timeline: serde_json::from_value(field("timeline")?.clone())?,
@@ -95,6 +98,10 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
         }
         let (into, from) = (&mut whole.outcome, part.outcome);
         into.elapsed_ms = into.elapsed_ms.max(from.elapsed_ms);
+        // The shards' jobs side by side for the longest shard's time: a judging rate that
+        // counts a shard that ended early as idle, never one faster than the shards were.
+        into.jobs += from.jobs;
+        into.shrink_ms += from.shrink_ms;
         for (op, tally) in from.per_op {
             add_tally(into.per_op.entry(op).or_default(), tally);
         }

@@ -52,6 +52,7 @@ pub use view::{E2eCaseView, E2eFindingView, E2eView, StoredFinding, repro_comman
 use crate::fs::write_atomic;
 use crate::runner::campaign::Outcome;
 use crate::runner::upstream::RuntimeId;
+pub use markdown::rates;
 use view::{CampaignView, finding_file};
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
@@ -164,6 +165,11 @@ pub fn write(
     Ok(dir.to_path_buf())
 }
 
+/// A rate to one decimal, as reports print it.
+fn rounded(rate: f64) -> f64 {
+    (rate * 10.0).round() / 10.0
+}
+
 fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json::Value {
     let outcome = campaign.outcome;
     serde_json::json!({
@@ -175,6 +181,10 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "seed": outcome.seed,
         "strict": campaign.strict,
         "elapsedMs": outcome.elapsed_ms,
+        "jobs": outcome.jobs,
+        "shrinkMs": outcome.shrink_ms,
+        "casesPerSecond": rounded(outcome.rate()),
+        "judgingCasesPerSecond": rounded(outcome.judging_rate()),
         "cases": outcome.cases(),
         "failed": outcome.failed(campaign.strict),
         "perOp": outcome.per_op,
