@@ -12,7 +12,7 @@ use crate::generate::corners::{self, text};
 use crate::generate::mcp::{
     Annotations, CallToolResult, Common, ContentBlock, Icon, McpVersion, ResourceContents, Role,
 };
-use crate::generate::sample_images;
+use crate::generate::{matching, sample_images};
 use crate::reference::image::ImageFormat;
 
 fn annotations(version: McpVersion) -> impl Strategy<Value = Annotations> {
@@ -53,9 +53,9 @@ fn common(version: McpVersion) -> impl Strategy<Value = Common> {
 
 fn uri() -> impl Strategy<Value = String> {
     prop_oneof![
-        "[a-z]{1,8}".prop_map(|p| format!("https://example.com/{p}.docx")),
-        "[a-z]{1,8}".prop_map(|p| format!("file:///tmp/{p}")),
-        "[a-z]{1,8}".prop_map(|p| format!("memo://{p}")),
+        matching("[a-z]{1,8}").prop_map(|p| format!("https://example.com/{p}.docx")),
+        matching("[a-z]{1,8}").prop_map(|p| format!("file:///tmp/{p}")),
+        matching("[a-z]{1,8}").prop_map(|p| format!("memo://{p}")),
     ]
 }
 

@@ -8,3 +8,47 @@ pub mod corners;
 pub mod mcp;
 pub mod mcp_results;
 pub mod sample_images;
+
+/// Strings matching `pattern`, as proptest's `impl Strategy for str` draws them (the same
+/// strings from the same random stream), but with the pattern compiled once per process: that
+/// impl parses and compiles the regex again on every draw, which cost more than the rest of a
+/// `sanitize_tool_names` case, and `valid_result` (built anew per case under `prop_flat_map`)
+/// paid it per case too.
+pub fn matching(
+    pattern: &'static str,
+) -> std::sync::Arc<proptest::string::RegexGeneratorStrategy<String>> {
+    use std::collections::HashMap;
+    use std::sync::{Arc, LazyLock, Mutex};
+    type Compiled = Arc<proptest::string::RegexGeneratorStrategy<String>>;
+    static COMPILED: LazyLock<Mutex<HashMap<&'static str, Compiled>>> =
+        LazyLock::new(Mutex::default);
+    let mut compiled = COMPILED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    compiled
+        .entry(pattern)
+        .or_insert_with(|| {
+            // The patterns are literals in this crate; a test draws from each.
+            Arc::new(
+                proptest::string::string_regex(pattern)
+                    .unwrap_or_else(|e| panic!("generator pattern {pattern:?}: {e}")),
+            )
+        })
+        .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::TestRunner;
+
+    #[test]
+    fn matching_draws_what_the_str_strategy_draws() {
+        for pattern in ["[A-Za-z0-9_ .:/-]{0,12}", "[a-z_]{95,110}", "[a-z]{1,8}"] {
+            let (mut a, mut b) = (TestRunner::deterministic(), TestRunner::deterministic());
+            for _ in 0..200 {
+                let want = pattern.new_tree(&mut a).unwrap().current();
+                let got = super::matching(pattern).new_tree(&mut b).unwrap().current();
+                assert_eq!(got, want, "{pattern}");
+            }
+        }
+    }
+}
