@@ -22,7 +22,9 @@ pub fn matching(
     type Compiled = Arc<proptest::string::RegexGeneratorStrategy<String>>;
     static COMPILED: LazyLock<Mutex<HashMap<&'static str, Compiled>>> =
         LazyLock::new(Mutex::default);
-    let mut compiled = COMPILED.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let mut compiled = COMPILED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     compiled
         .entry(pattern)
         .or_insert_with(|| {
