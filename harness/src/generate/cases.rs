@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::generate::corners::{self, limits, nesting, text, urls};
 use crate::generate::mcp::McpVersion;
 use crate::generate::mcp_results::{tricky_text, valid_result};
-use crate::generate::{matching, sample_images};
+use crate::generate::{any_string, matching, sample_images};
 use crate::protocol::Op;
 use crate::reference::image::ImageFormat;
 
@@ -74,7 +74,7 @@ pub fn op_input(op: Op) -> BoxedStrategy<Value> {
                 prop_oneof![
                     3 => matching("[A-Za-z0-9_ .:/-]{0,12}").prop_map(Value::from),
                     1 => matching("[a-z_]{95,110}").prop_map(Value::from),
-                    1 => any::<String>().prop_map(Value::from),
+                    1 => any_string().prop_map(Value::from),
                     1 => select(vec![json!(null), json!(5), json!(["x"]), json!({"n": "x"})]),
                 ],
                 0..26,

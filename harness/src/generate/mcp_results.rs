@@ -12,7 +12,7 @@ use crate::generate::corners::{self, text};
 use crate::generate::mcp::{
     Annotations, CallToolResult, Common, ContentBlock, Icon, McpVersion, ResourceContents, Role,
 };
-use crate::generate::{matching, sample_images};
+use crate::generate::{any_string, matching, sample_images};
 use crate::reference::image::ImageFormat;
 
 fn annotations(version: McpVersion) -> impl Strategy<Value = Annotations> {
@@ -76,7 +76,7 @@ fn base64_blob() -> impl Strategy<Value = String> {
 /// A content block valid per the schema of `version`, with a valid image where it is an image.
 pub fn valid_block(version: McpVersion) -> BoxedStrategy<ContentBlock> {
     let text = (
-        prop_oneof![3 => any::<String>(), 1 => tricky_text().boxed()],
+        prop_oneof![3 => any_string(), 1 => tricky_text().boxed()],
         common(version),
     )
         .prop_map(|(text, common)| ContentBlock::Text { text, common });
@@ -97,7 +97,7 @@ pub fn valid_block(version: McpVersion) -> BoxedStrategy<ContentBlock> {
     let resource = (
         uri(),
         option::of(mime()),
-        prop_oneof![any::<String>().prop_map(Ok), base64_blob().prop_map(Err)],
+        prop_oneof![any_string().prop_map(Ok), base64_blob().prop_map(Err)],
         common(version),
     )
         .prop_map(|(uri, mime_type, body, common)| ContentBlock::Resource {
@@ -132,8 +132,8 @@ pub fn valid_block(version: McpVersion) -> BoxedStrategy<ContentBlock> {
     };
     let link = (
         uri(),
-        any::<String>(),
-        option::of(any::<String>()),
+        any_string(),
+        option::of(any_string()),
         option::of(mime()),
         option::of(any::<u64>()),
         icons,
@@ -191,7 +191,7 @@ pub fn tricky_text() -> impl Strategy<Value = String> {
             "é", "\u{301}", "A", "ᴹ", "Ⓜ", "\u{1D400}",
         ]).prop_map(String::from),
         1 => corners::strategy_with(16, text::directive_word),
-        1 => any::<String>(),
+        1 => any_string(),
     ];
     proptest::collection::vec(piece, 0..24).prop_map(|v| v.concat())
 }

@@ -37,6 +37,11 @@ pub fn matching(
         .clone()
 }
 
+/// What `any::<String>()` draws (proptest's `"\\PC*"` pattern, the same strings), compiled once.
+pub fn any_string() -> std::sync::Arc<proptest::string::RegexGeneratorStrategy<String>> {
+    matching("\\PC*")
+}
+
 #[cfg(test)]
 mod tests {
     use proptest::strategy::{Strategy, ValueTree};
@@ -51,6 +56,15 @@ mod tests {
                 let got = super::matching(pattern).new_tree(&mut b).unwrap().current();
                 assert_eq!(got, want, "{pattern}");
             }
+        }
+        let (mut a, mut b) = (TestRunner::deterministic(), TestRunner::deterministic());
+        for _ in 0..200 {
+            let want = proptest::arbitrary::any::<String>()
+                .new_tree(&mut a)
+                .unwrap()
+                .current();
+            let got = super::any_string().new_tree(&mut b).unwrap().current();
+            assert_eq!(got, want);
         }
     }
 }
