@@ -94,6 +94,9 @@ enum Command {
     ///
     /// Prints one JSON line per document: {"name","bytes","ns"} (best of --runs).
     BenchAnchor(cli::bench_anchor::BenchAnchorArgs),
+    /// Install a runtime adapter's packages into the cache (or find them there) and print the
+    /// install folder on stdout; `cargo xtask matrix` runs a runtime installed this way.
+    Install(cli::install::InstallArgs),
     /// Speed gate: the reference's coercion of each text benchmark document against a
     /// serde_json Value round trip, interleaved; exits 1 when a median ratio is under
     /// --min-ratio.
@@ -144,5 +147,6 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::E2eTurn(args) => cli::e2e::turn(args),
         Command::BenchAnchor(args) => cli::bench_anchor::run(args),
         Command::BenchCheck(args) => cli::bench_check::run(args),
+        Command::Install(args) => cli::install::run(args),
     }
 }
