@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 
-use super::Runtime;
+use super::{Install, Runtime};
 use crate::fs::write_atomic;
 
 /// `$NORMFUZZ_CACHE`, else `$XDG_CACHE_HOME/normfuzz`, else `~/.cache/normfuzz`: the e2e
@@ -28,14 +28,24 @@ pub fn cache_root() -> PathBuf {
 /// Makes sure `runtime` is installed under `<cache root>/runtimes/unit-<name>-<version>`;
 /// returns that folder.
 pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
+    let Install::Packages {
+        ecosystem,
+        packages,
+    } = &runtime.install
+    else {
+        bail!(
+            "{} is installed by its e2e adapter (`normfuzz install`), not by the matrix",
+            runtime.label()
+        );
+    };
     let dir = root
         .join("runtimes")
         .join(format!("unit-{}-{}", runtime.name, runtime.version));
     let marker = dir.join(".normfuzz-installed.json");
     let want = serde_json::json!({
         "runtime": runtime.label(),
-        "ecosystem": runtime.ecosystem,
-        "install": runtime.install,
+        "ecosystem": ecosystem,
+        "install": packages,
     });
     let installed = std::fs::read(&marker)
         .ok()
@@ -51,9 +61,9 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
             "installing {} into {}: {}",
             runtime.label(),
             dir.display(),
-            runtime.install.join(" ")
+            packages.join(" ")
         );
-        match runtime.ecosystem {
+        match ecosystem {
             Ecosystem::Npm => {
                 write_atomic(
                     &dir.join("package.json"),
@@ -63,7 +73,7 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
                     Command::new("npm")
                         .current_dir(&dir)
                         .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
-                        .args(&runtime.install),
+                        .args(packages),
                     &dir,
                 )?;
             }
@@ -83,7 +93,7 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
                             "--quiet",
                             "--disable-pip-version-check",
                         ])
-                        .args(&runtime.install),
+                        .args(packages),
                     &dir,
                 )?;
             }

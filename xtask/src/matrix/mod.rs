@@ -1,5 +1,6 @@
 //! `cargo xtask matrix`: the runtime matrix. For each runtime under
-//! `harness/runtimes/<name>/runtime.toml` it installs the pinned packages (cached), runs
+//! `harness/runtimes/<name>/runtime.toml` it installs the pinned packages (cached; or, with
+//! `e2e_install`, its e2e adapter's install through `normfuzz install`), runs
 //! `normfuzz conform` against the runtime's protocol shim (the unit level), reads the campaign's
 //! `index.json` and judges each rule against the runtime's baseline of known findings; a runtime
 //! with an e2e adapter (`<name>/e2e.toml`) then runs `normfuzz e2e` with the same install, judged
@@ -19,8 +20,7 @@ use install::Ecosystem;
 use table::{Baseline, Row};
 
 /// One runtime of the matrix: `harness/runtimes/<name>/runtime.toml`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug)]
 pub struct Runtime {
     /// The folder name, also the row's name.
     pub name: String,
@@ -29,9 +29,8 @@ pub struct Runtime {
     pub version: String,
     /// The function the shim calls (README and the report name it).
     pub function: String,
-    pub ecosystem: Ecosystem,
-    /// Pinned npm specs or pip requirements, installed together into the runtime's cache folder.
-    pub install: Vec<String>,
+    /// How the matrix installs the runtime: its own pinned packages, or its e2e adapter's.
+    pub install: Install,
     /// The shim's argv; `${cache}` is the install folder, `${adapter}` this file's folder.
     pub command: Vec<String>,
     /// The baseline of known findings for this version, next to this file.
@@ -42,6 +41,64 @@ impl Runtime {
     pub fn label(&self) -> String {
         format!("{}@{}", self.name, self.version)
     }
+
+    /// Reads a `runtime.toml`: exactly one of `ecosystem` with `install`, or `e2e_install = true`.
+    pub fn parse(text: &str) -> Result<Runtime> {
+        let raw: RawRuntime = toml::from_str(text)?;
+        let install = match (raw.ecosystem, raw.install, raw.e2e_install) {
+            (Some(ecosystem), Some(packages), false) => Install::Packages {
+                ecosystem,
+                packages,
+            },
+            (None, None, true) => Install::E2eAdapter,
+            (_, _, true) => bail!(
+                "`e2e_install = true` installs the runtime with its e2e adapter: \
+                 `ecosystem` and `install` must be absent"
+            ),
+            _ => bail!(
+                "a runtime is installed by `ecosystem` and `install` (both), or by its e2e \
+                 adapter (`e2e_install = true`)"
+            ),
+        };
+        Ok(Runtime {
+            name: raw.name,
+            package: raw.package,
+            version: raw.version,
+            function: raw.function,
+            install,
+            command: raw.command,
+            baseline: raw.baseline,
+        })
+    }
+}
+
+/// How a runtime of the matrix is installed.
+#[derive(Debug)]
+pub enum Install {
+    /// Pinned npm specs or pip requirements, installed together into the runtime's cache folder.
+    Packages {
+        ecosystem: Ecosystem,
+        packages: Vec<String>,
+    },
+    /// By the `[[install]]` steps of the runtime's e2e adapter (`e2e.toml` next to it), through
+    /// `normfuzz install`: one install serves both levels (openclaw needs its own Node).
+    E2eAdapter,
+}
+
+/// `runtime.toml` as written; [`Runtime::parse`] checks which install it names.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRuntime {
+    name: String,
+    package: String,
+    version: String,
+    function: String,
+    ecosystem: Option<Ecosystem>,
+    install: Option<Vec<String>>,
+    #[serde(default)]
+    e2e_install: bool,
+    command: Vec<String>,
+    baseline: String,
 }
 
 pub struct Options {
@@ -201,8 +258,8 @@ pub(crate) fn load_all(dir: &Path, only: &[String]) -> Result<Vec<(PathBuf, Runt
             continue;
         }
         let text = std::fs::read_to_string(&file)?;
-        let runtime: Runtime =
-            toml::from_str(&text).with_context(|| format!("invalid {}", file.display()))?;
+        let runtime =
+            Runtime::parse(&text).with_context(|| format!("invalid {}", file.display()))?;
         found.push((path, runtime));
     }
     found.sort_by(|a, b| a.1.name.cmp(&b.1.name));
@@ -225,7 +282,7 @@ fn run_one(
     report: &Path,
     options: &Options,
 ) -> Result<serde_json::Value> {
-    let installed = install::ensure(runtime, cache)?;
+    let installed = install_runtime(normfuzz, dir, runtime, cache)?;
     let argv: Vec<String> = runtime
         .command
         .iter()
@@ -248,6 +305,38 @@ fn run_one(
         .args(["--runtime", &runtime.label()]);
     // 0: no gate failure, 1: some (judged against the baseline), 2: the run itself failed.
     run_into_report(command, options.cases, options, report)
+}
+
+/// Installs `runtime` (folder `dir`) into the cache root `cache`, or finds it there; returns its
+/// install folder, the shim's `${cache}`.
+fn install_runtime(
+    normfuzz: &Path,
+    dir: &Path,
+    runtime: &Runtime,
+    cache: &Path,
+) -> Result<PathBuf> {
+    if let Install::Packages { .. } = runtime.install {
+        return install::ensure(runtime, cache);
+    }
+    let adapter = dir.join(E2E_ADAPTER);
+    let out = Command::new(normfuzz)
+        .arg("install")
+        .arg("--adapter")
+        .arg(&adapter)
+        .arg("--cache")
+        .arg(cache)
+        .stderr(std::process::Stdio::inherit())
+        .output()
+        .context("cannot run normfuzz install")?;
+    if !out.status.success() {
+        bail!(
+            "normfuzz install --adapter {} failed ({})",
+            adapter.display(),
+            out.status
+        );
+    }
+    let folder = String::from_utf8(out.stdout).context("normfuzz install printed no path")?;
+    Ok(PathBuf::from(folder.trim_end_matches('\n')))
 }
 
 /// Removes the report folder `dir` (one of the matrix's own, under `reports/matrix/`) if it
@@ -390,6 +479,36 @@ mod tests {
         }
     }
 
+    /// A runtime.toml names exactly one install: packages (both keys) or its e2e adapter's.
+    #[test]
+    fn runtime_install_is_packages_or_e2e_adapter() {
+        let head = "name = \"x\"\npackage = \"x\"\nversion = \"1\"\nfunction = \"f\"\n\
+                    command = [\"node\"]\nbaseline = \"b.toml\"\n";
+        let parse = |rest: &str| Runtime::parse(&format!("{head}{rest}"));
+        let packages = parse("ecosystem = \"npm\"\ninstall = [\"x@1\"]\n").unwrap();
+        assert!(matches!(packages.install, Install::Packages { .. }));
+        let e2e = parse("e2e_install = true\n").unwrap();
+        assert!(matches!(e2e.install, Install::E2eAdapter));
+        for (rest, says) in [
+            ("", "or by its e2e"),
+            ("e2e_install = false\n", "or by its e2e"),
+            ("ecosystem = \"npm\"\n", "or by its e2e"),
+            ("install = [\"x@1\"]\n", "or by its e2e"),
+            (
+                "e2e_install = true\necosystem = \"npm\"\n",
+                "must be absent",
+            ),
+            (
+                "e2e_install = true\necosystem = \"npm\"\ninstall = [\"x@1\"]\n",
+                "must be absent",
+            ),
+            ("e2e_install = true\nunit_install = true\n", "unknown field"),
+        ] {
+            let err = format!("{:#}", parse(rest).unwrap_err());
+            assert!(err.contains(says), "{rest:?}: {err}");
+        }
+    }
+
     /// Each shim whose runtime is already in the cache (installed by `cargo xtask matrix`; none
     /// is installed here) speaks the protocol: its handshake offers `coerce_tool_result`, and a
     /// pipelined batch is answered in order, the text block with U+2028 and U+0085 (escaped in
@@ -400,9 +519,14 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
         let cache = install::cache_root();
         for (path, runtime) in load_all(&dir, &[]).unwrap() {
+            // An e2e adapter's install folder has no `unit-` prefix (runner/e2e/install.rs).
+            let prefix = match runtime.install {
+                Install::Packages { .. } => "unit-",
+                Install::E2eAdapter => "",
+            };
             let installed = cache
                 .join("runtimes")
-                .join(format!("unit-{}-{}", runtime.name, runtime.version));
+                .join(format!("{prefix}{}-{}", runtime.name, runtime.version));
             if !installed.join(".normfuzz-installed.json").is_file() {
                 eprintln!("{}: not cached, skipped", runtime.label());
                 continue;
@@ -473,35 +597,60 @@ mod tests {
                 path.file_name().unwrap().to_str(),
                 Some(runtime.name.as_str())
             );
-            for spec in &runtime.install {
-                let pinned = match runtime.ecosystem {
-                    Ecosystem::Npm => spec.rsplit_once('@').is_some_and(|(n, v)| {
-                        !n.is_empty() && v.chars().next().is_some_and(|c| c.is_ascii_digit())
-                    }),
-                    Ecosystem::Pypi => spec.contains("=="),
+            let e2e = path.join(E2E_ADAPTER);
+            let adapter: Option<toml::Table> = e2e
+                .is_file()
+                .then(|| toml::from_str(&std::fs::read_to_string(&e2e).unwrap()).unwrap());
+            // The specs that install the package under test: the runtime's own, pinned, or its
+            // e2e adapter's npm steps (`package = "name@version"`).
+            let specs: Vec<String> =
+                match &runtime.install {
+                    Install::Packages {
+                        ecosystem,
+                        packages,
+                    } => {
+                        for spec in packages {
+                            let pinned = match ecosystem {
+                                Ecosystem::Npm => spec.rsplit_once('@').is_some_and(|(n, v)| {
+                                    !n.is_empty()
+                                        && v.chars().next().is_some_and(|c| c.is_ascii_digit())
+                                }),
+                                Ecosystem::Pypi => spec.contains("=="),
+                            };
+                            assert!(pinned, "{}: {spec} is not pinned", runtime.name);
+                        }
+                        packages.clone()
+                    }
+                    Install::E2eAdapter => adapter.as_ref().unwrap_or_else(|| {
+                        panic!("{}: e2e_install without e2e.toml", runtime.name)
+                    })["install"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|step| step["package"].as_str().unwrap().to_string())
+                        .collect(),
                 };
-                assert!(pinned, "{}: {spec} is not pinned", runtime.name);
-            }
             assert!(
-                runtime.install.iter().any(|s| s.contains(&runtime.version)),
+                specs
+                    .iter()
+                    .any(|s| *s == format!("{}@{}", runtime.package, runtime.version)
+                        || s.contains(&runtime.version)),
                 "{}: the package under test is not installed at {}",
                 runtime.name,
                 runtime.version
             );
             Baseline::load(&path.join(&runtime.baseline)).unwrap();
-            // An e2e adapter names the same runtime and version and reuses this install.
-            let e2e = path.join(E2E_ADAPTER);
-            if e2e.is_file() {
-                let adapter: toml::Table =
-                    toml::from_str(&std::fs::read_to_string(&e2e).unwrap()).unwrap();
+            // An e2e adapter names the same runtime and version and shares one install: the
+            // unit level's (`unit_install`) or its own (`e2e_install` here).
+            if let Some(adapter) = &adapter {
                 assert_eq!(adapter["name"].as_str(), Some(runtime.name.as_str()));
                 assert_eq!(adapter["version"].as_str(), Some(runtime.version.as_str()));
-                assert_eq!(
-                    adapter["unit_install"].as_bool(),
-                    Some(true),
-                    "{}",
-                    runtime.name
-                );
+                let unit_install = adapter.get("unit_install").and_then(toml::Value::as_bool);
+                let shared = match runtime.install {
+                    Install::Packages { .. } => unit_install == Some(true),
+                    Install::E2eAdapter => unit_install.is_none(),
+                };
+                assert!(shared, "{}: two installs", runtime.name);
             }
         }
     }

@@ -463,6 +463,7 @@ pub fn to_json(rows: &[Row], date: &str, command: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::matrix::Install;
     use crate::matrix::install::Ecosystem;
 
     fn runtime() -> Runtime {
@@ -471,8 +472,10 @@ mod tests {
             package: "demo-pkg".into(),
             version: "1.2.3".into(),
             function: "`convert` in demo.js".into(),
-            ecosystem: Ecosystem::Npm,
-            install: vec!["demo-pkg@1.2.3".into()],
+            install: Install::Packages {
+                ecosystem: Ecosystem::Npm,
+                packages: vec!["demo-pkg@1.2.3".into()],
+            },
             command: vec!["node".into()],
             baseline: "demo.baseline.toml".into(),
         }
