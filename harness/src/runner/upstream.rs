@@ -50,12 +50,22 @@ pub struct RuntimeFile {
     pub version: String,
     /// The function under test, in the file's words.
     pub function: String,
-    /// `npm` or `pypi`.
-    pub ecosystem: String,
+    /// `npm` or `pypi`, with `install`; absent for an `e2e_install` runtime.
+    #[serde(default)]
+    ecosystem: Option<String>,
     /// The pinned packages, installed together.
-    pub install: Vec<String>,
+    #[serde(default)]
+    install: Vec<String>,
+    /// Installed by the `[[install]]` steps of the e2e adapter beside the file instead.
+    #[serde(default)]
+    e2e_install: bool,
     /// The protocol shim's argv; `${cache}` is the install folder, `${adapter}` the file's.
     pub command: Vec<String>,
+    /// The packages a reader installs, and the one command that does it (set on read).
+    #[serde(skip)]
+    packages: Vec<String>,
+    #[serde(skip)]
+    install_line: String,
 }
 
 impl RuntimeFile {
@@ -76,25 +86,84 @@ impl RuntimeFile {
         Ok((dir, file))
     }
 
-    /// Reads one runtime file.
+    /// Reads one runtime file (and, for an `e2e_install` runtime, its e2e adapter's steps).
     pub fn read(path: &Path) -> Result<RuntimeFile> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("invalid {}", path.display()))
+        let mut file: RuntimeFile =
+            toml::from_str(&text).with_context(|| format!("invalid {}", path.display()))?;
+        let quoted = |specs: &[String]| {
+            specs
+                .iter()
+                .map(|s| crate::runner::report::shell_quote(s))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        (file.packages, file.install_line) = match (file.e2e_install, file.ecosystem.as_deref()) {
+            (false, Some("pypi")) => (
+                file.install.clone(),
+                format!("pip install {}", quoted(&file.install)),
+            ),
+            (false, Some(_)) => (
+                file.install.clone(),
+                format!("npm install {}", quoted(&file.install)),
+            ),
+            (true, None) => {
+                // Where `cargo xtask matrix` finds a runtime's e2e adapter.
+                let adapter_file = path.with_file_name("e2e.toml");
+                let adapter = crate::runner::e2e::adapter::Adapter::load(&adapter_file)?;
+                // A step whose folder the adapter puts on PATH is the toolchain (Node from
+                // npm): the repro's header names the version it needs instead.
+                let toolchain = |dir: &str| {
+                    let prefix = format!("${{cache}}/{dir}/");
+                    adapter.run.path.iter().any(|p| p.starts_with(&prefix))
+                };
+                let steps: Vec<_> = adapter
+                    .install
+                    .iter()
+                    .filter(|step| !toolchain(&step.dir))
+                    .collect();
+                if steps.is_empty() {
+                    bail!(
+                        "{}: e2e_install, but {} installs no package besides its toolchain",
+                        path.display(),
+                        adapter_file.display()
+                    );
+                }
+                let lines: Vec<String> = steps
+                    .iter()
+                    .map(|step| {
+                        let mut args = step.npm_args.clone();
+                        args.push(step.package.clone());
+                        format!("npm install {}", quoted(&args))
+                    })
+                    .collect();
+                (
+                    steps.iter().map(|step| step.package.clone()).collect(),
+                    lines.join(" && "),
+                )
+            }
+            _ => bail!(
+                "{}: a runtime names `ecosystem` and `install`, or `e2e_install = true`",
+                path.display()
+            ),
+        };
+        Ok(file)
     }
 
-    /// The one command that installs the pinned packages.
-    pub fn install_line(&self) -> String {
-        let specs = self
-            .install
-            .iter()
-            .map(|s| crate::runner::report::shell_quote(s))
-            .collect::<Vec<_>>()
-            .join(" ");
-        match self.ecosystem.as_str() {
-            "pypi" => format!("pip install {specs}"),
-            _ => format!("npm install {specs}"),
-        }
+    /// Installed by the e2e adapter beside the file (`e2e.toml`), not by `install`.
+    pub fn e2e_install(&self) -> bool {
+        self.e2e_install
+    }
+
+    /// The pinned packages a reader installs.
+    pub fn packages(&self) -> &[String] {
+        &self.packages
+    }
+
+    /// The one command that installs them.
+    pub fn install_line(&self) -> &str {
+        &self.install_line
     }
 }
 

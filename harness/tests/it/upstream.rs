@@ -7,6 +7,8 @@ use std::process::{Command, Output};
 
 use normfuzz::oracle::directive::directive_lines;
 use normfuzz::protocol::Op;
+use normfuzz::runner::e2e::adapter::Adapter;
+use normfuzz::runner::e2e::install::{runtime_dir, runtime_path};
 use normfuzz::runner::upstream::{RuntimeFile, RuntimeId};
 use serde_json::{Value, json};
 
@@ -150,10 +152,11 @@ fn every_runtime_renders_a_complete_report_with_the_input_verbatim() {
             serde_json::from_str(block(&markdown, "## What the model got", "json")).unwrap();
         assert_eq!(got["content"], input["content"]);
         let install = block(&markdown, "## Reproduce", "sh");
-        for spec in &runtime.install {
+        assert!(!runtime.packages().is_empty(), "{}", runtime.name);
+        for spec in runtime.packages() {
             assert!(install.contains(spec.as_str()), "{install}");
         }
-        let language = if runtime.ecosystem == "pypi" {
+        let language = if install.starts_with("pip ") {
             "python"
         } else {
             "js"
@@ -161,7 +164,7 @@ fn every_runtime_renders_a_complete_report_with_the_input_verbatim() {
         let script = block(&markdown, "## Reproduce", language);
         assert!(!script.contains("{{"), "{}: {script}", runtime.name);
         assert!(script.is_ascii(), "{}", runtime.name);
-        assert!(script.contains(&runtime.install_line()), "{}", runtime.name);
+        assert!(script.contains(runtime.install_line()), "{}", runtime.name);
         assert_eq!(embedded_input(script), input, "{}", runtime.name);
     }
 }
@@ -256,7 +259,27 @@ fn cached_runtimes_reproduce_their_findings_with_the_standalone_script() {
     let mut checked = 0;
     let all = runtimes();
     for (dir, runtime) in &all {
-        let installed = cache.join(format!("unit-{}-{}", runtime.name, runtime.version));
+        // An e2e_install runtime lives in its adapter's cache folder, with its own Node on PATH
+        // and its packages in the last install step's folder.
+        let adapter = runtime
+            .e2e_install()
+            .then(|| Adapter::load(&dir.join("e2e.toml")).unwrap());
+        let installed = match &adapter {
+            Some(adapter) => runtime_dir(adapter, cache.parent().map(Path::to_path_buf)),
+            None => cache.join(format!("unit-{}-{}", runtime.name, runtime.version)),
+        };
+        let (search_path, node_modules) = match &adapter {
+            Some(adapter) => (
+                runtime_path(adapter, &installed).unwrap(),
+                installed
+                    .join(&adapter.install.last().unwrap().dir)
+                    .join("node_modules"),
+            ),
+            None => (
+                std::env::var("PATH").unwrap_or_default(),
+                installed.join("node_modules"),
+            ),
+        };
         if !installed.join(".normfuzz-installed.json").is_file() {
             eprintln!(
                 "{}@{}: not cached in {}, its repro is not run",
@@ -317,7 +340,7 @@ fn cached_runtimes_reproduce_their_findings_with_the_standalone_script() {
             String::from_utf8_lossy(&out.stderr)
         );
         let markdown = String::from_utf8(out.stdout).unwrap();
-        let run = if runtime.ecosystem == "pypi" {
+        let run = if installed.join("venv").is_dir() {
             let script = work.join("repro.py");
             std::fs::write(&script, block(&markdown, "## Reproduce", "python")).unwrap();
             Command::new(installed.join("venv/bin/python"))
@@ -327,9 +350,9 @@ fn cached_runtimes_reproduce_their_findings_with_the_standalone_script() {
         } else {
             let script = work.join("repro.mjs");
             std::fs::write(&script, block(&markdown, "## Reproduce", "js")).unwrap();
-            std::os::unix::fs::symlink(installed.join("node_modules"), work.join("node_modules"))
-                .unwrap();
+            std::os::unix::fs::symlink(&node_modules, work.join("node_modules")).unwrap();
             Command::new("node")
+                .env("PATH", &search_path)
                 .arg(&script)
                 .current_dir(&work)
                 .output()

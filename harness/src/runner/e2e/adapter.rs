@@ -1,5 +1,6 @@
-//! Runtime adapter files (`harness/runtimes/<name>.toml`): install steps, the config template,
-//! the one-turn command and where its output keeps the delivered reply.
+//! Runtime adapter files (`harness/runtimes/<name>/e2e.toml`, or any file `--adapter` names):
+//! install steps, the config template, the one-turn command and where its output keeps the
+//! delivered reply.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -184,8 +185,8 @@ impl Adapter {
         self.baseline.as_ref().map(|b| self.dir.join(b))
     }
 
-    /// The name `cargo xtask e2e --runtime` takes: the file's (`<name>.toml`), or for an SDK's
-    /// `<name>/e2e.toml` the runtime's.
+    /// The name `cargo xtask e2e --runtime` takes: the runtime's for `<name>/e2e.toml`, the
+    /// file's stem for an adapter file of another name (one a user keeps elsewhere).
     pub fn runtime_name(&self) -> String {
         match self.file.file_stem() {
             Some(stem) if stem != "e2e" => stem.to_string_lossy().into_owned(),

@@ -27,7 +27,7 @@ use case::{CaseOutcome, Isolation, run_case};
 
 #[derive(clap::Args, Debug)]
 pub struct E2eArgs {
-    /// Runtime adapter file (harness/runtimes/<name>.toml).
+    /// Runtime adapter file (harness/runtimes/<name>/e2e.toml).
     #[arg(long)]
     pub adapter: PathBuf,
     /// Number of cases: the seed scenarios first, then generated ones.

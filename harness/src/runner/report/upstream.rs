@@ -20,7 +20,7 @@ pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repr
         runtime.version,
         rule.summary()
     );
-    let packages: Vec<String> = runtime.install.iter().map(|p| code(p)).collect();
+    let packages: Vec<String> = runtime.packages().iter().map(|p| code(p)).collect();
     let _ = writeln!(
         md,
         "What the model gets from an MCP tool result breaks this rule:\n\n> **{rule}**: {}.\n\n\
@@ -63,7 +63,7 @@ pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repr
         md,
         "## Reproduce\n\nNeeds only the pinned packages. In an empty folder:\n\n{}\n\nthen save \
          this as `{}` there and run it; it prints what the model gets:\n\n{}",
-        fenced("sh", &runtime.install_line()),
+        fenced("sh", runtime.install_line()),
         repro.file_name,
         fenced(repro.language, repro.script.trim_end()),
     );
