@@ -132,10 +132,13 @@ pub struct Outcome {
     pub sut: String,
     pub seed: u64,
     pub elapsed_ms: u128,
-    /// Jobs that ran the campaign, and the job time they spent shrinking, summed: what
-    /// [`Outcome::judging_rate`] leaves out.
+    /// Jobs that ran the campaign, and the job time they spent shrinking, summed.
     pub jobs: u64,
     pub shrink_ms: u64,
+    /// Cases of the batches during which no job was shrinking, and those batches' job time
+    /// summed: what [`Outcome::steady_rate`] reads.
+    pub steady_cases: u64,
+    pub steady_job_ms: u64,
     pub per_op: BTreeMap<Op, Tally>,
     pub findings: Vec<Finding>,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
@@ -160,16 +163,15 @@ impl Outcome {
         self.cases() as f64 * 1000.0 / self.elapsed_ms.max(1) as f64
     }
 
-    /// Cases per second while the jobs generated, ran and judged cases: the campaign's job time
-    /// without the time spent shrinking findings (a short campaign against a SUT with many
-    /// distinct findings spends most of its time shrinking them, each once).
-    pub fn judging_rate(&self) -> f64 {
-        let jobs = self.jobs.max(1);
-        let job_ms = (self.elapsed_ms as u64)
-            .saturating_mul(jobs)
-            .saturating_sub(self.shrink_ms)
-            .max(1);
-        self.cases() as f64 * 1000.0 * jobs as f64 / job_ms as f64
+    /// Cases per second while every job generated, ran and judged cases, none shrinking: the
+    /// rate a long campaign settles at (a short one against a SUT with many distinct findings
+    /// spends most of its time shrinking each once, one case at a time). Batches that overlap
+    /// any shrinking are left out, since a job running beside a shrinking one has more of the
+    /// machine. None when every batch overlapped shrinking.
+    pub fn steady_rate(&self) -> Option<f64> {
+        (self.steady_job_ms > 0).then(|| {
+            self.steady_cases as f64 * 1000.0 * self.jobs.max(1) as f64 / self.steady_job_ms as f64
+        })
     }
 }
 
@@ -194,6 +196,12 @@ struct Shared<'a> {
     stop: std::sync::atomic::AtomicBool,
     /// Job time spent shrinking, summed over jobs.
     shrink_ms: AtomicU64,
+    /// Jobs shrinking now, and shrinks started so far: a batch is steady when no job was
+    /// shrinking at its start and none started before its end.
+    shrinking: AtomicU64,
+    shrinks_started: AtomicU64,
+    steady_cases: AtomicU64,
+    steady_job_us: AtomicU64,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -213,6 +221,10 @@ pub fn run<S: Sut>(
         started,
         stop: std::sync::atomic::AtomicBool::new(false),
         shrink_ms: AtomicU64::new(0),
+        shrinking: AtomicU64::new(0),
+        shrinks_started: AtomicU64::new(0),
+        steady_cases: AtomicU64::new(0),
+        steady_job_us: AtomicU64::new(0),
     };
     let mut suts = Vec::new();
     for _ in 0..campaign.jobs.max(1) {
@@ -271,6 +283,8 @@ pub fn run<S: Sut>(
         elapsed_ms: started.elapsed().as_millis(),
         jobs: campaign.jobs.max(1) as u64,
         shrink_ms: shared.shrink_ms.into_inner(),
+        steady_cases: shared.steady_cases.into_inner(),
+        steady_job_ms: shared.steady_job_us.into_inner() / 1000,
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
         timeline,
@@ -405,6 +419,9 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
         {
             break;
         }
+        let batch_started = Instant::now();
+        let shrinks_before = (shared.shrinking.load(Ordering::SeqCst) == 0)
+            .then(|| shared.shrinks_started.load(Ordering::SeqCst));
         let mut trees = Vec::with_capacity(count);
         for n in first..first + count as u64 {
             let op = ops[(n % ops.len() as u64) as usize];
@@ -459,8 +476,12 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
                 if is_new {
                     let seen_ms = shared.started.elapsed().as_millis() as u64;
                     let shrinking = Instant::now();
-                    let mut finding =
-                        super::shrink::shrink(&mut sut, op, tree, first_violation, campaign.seed)?;
+                    shared.shrinks_started.fetch_add(1, Ordering::SeqCst);
+                    shared.shrinking.fetch_add(1, Ordering::SeqCst);
+                    let shrunk =
+                        super::shrink::shrink(&mut sut, op, tree, first_violation, campaign.seed);
+                    shared.shrinking.fetch_sub(1, Ordering::SeqCst);
+                    let mut finding = shrunk?;
                     shared
                         .shrink_ms
                         .fetch_add(shrinking.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -489,6 +510,15 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
             .progress
             .cases
             .fetch_add(count as u64, Ordering::Relaxed);
+        if shrinks_before.is_some_and(|n| n == shared.shrinks_started.load(Ordering::SeqCst)) {
+            shared
+                .steady_cases
+                .fetch_add(count as u64, Ordering::Relaxed);
+            shared.steady_job_us.fetch_add(
+                batch_started.elapsed().as_micros() as u64,
+                Ordering::Relaxed,
+            );
+        }
     }
     Ok(())
 }

@@ -293,7 +293,9 @@ fn merged_shard_reports_equal_the_unsharded_report() {
             "timeline",
             "shrinkMs",
             "casesPerSecond",
-            "judgingCasesPerSecond",
+            "steadyCases",
+            "steadyJobMs",
+            "steadyCasesPerSecond",
         ] {
             map.remove(volatile).unwrap();
         }

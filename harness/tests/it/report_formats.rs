@@ -71,6 +71,8 @@ fn outcome() -> Outcome {
         elapsed_ms: 800,
         jobs: 2,
         shrink_ms: 600,
+        steady_cases: 120,
+        steady_job_ms: 400,
         per_op,
         findings: vec![s1, divergence],
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
@@ -255,13 +257,16 @@ fn index_holds_what_the_other_formats_show() {
     assert_eq!(index["verdict"], "fail");
     assert_eq!(index["timeline"].as_array().map(Vec::len), Some(3));
     assert_eq!(index["timeline"][2]["referenceShapes"], 10);
-    // Two jobs for 0.8 s, 0.6 s of it shrinking: the 200 cases ran in 1.0 s of job time.
+    // Two jobs: 120 cases in 0.4 s of job time while no job shrank, 0.2 s each.
     let cases = index["cases"].as_f64().unwrap();
     assert_eq!(index["shrinkMs"], 600);
     assert_eq!(index["casesPerSecond"], cases / 0.8);
-    assert_eq!(index["judgingCasesPerSecond"], cases * 2.0 / 1.0);
+    assert_eq!(index["steadyCasesPerSecond"], 600.0);
     let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
-    assert!(summary.contains("outside 0.6 s of shrinking"), "{summary}");
+    assert!(
+        summary.contains("600 cases/s while no job shrank, 0.6 s of job time shrinking"),
+        "{summary}"
+    );
     assert_eq!(
         index["matrix"]["cells"]["S1"]["neutralize_text"]["state"],
         "fail"

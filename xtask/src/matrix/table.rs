@@ -95,9 +95,9 @@ pub struct Row {
     pub function: String,
     pub cases: u64,
     pub elapsed_ms: u64,
-    /// Cases per second outside the time spent shrinking (`judgingCasesPerSecond`); none for
-    /// e2e turns, which are not shrunk.
-    pub judging_rate: Option<f64>,
+    /// Cases per second while no job was shrinking (`steadyCasesPerSecond`); none for e2e
+    /// turns, which are not shrunk, and for a campaign that was always shrinking.
+    pub steady_rate: Option<f64>,
     pub divergent: u64,
     /// (rule id, cell), in the report's rule order.
     pub cells: Vec<(String, Cell)>,
@@ -162,7 +162,7 @@ impl Row {
             function: runtime.function.clone(),
             cases: index["cases"].as_u64().unwrap_or(0),
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
-            judging_rate: index["judgingCasesPerSecond"].as_f64(),
+            steady_rate: index["steadyCasesPerSecond"].as_f64(),
             divergent: index["perOp"]
                 .as_object()
                 .into_iter()
@@ -236,7 +236,7 @@ impl Row {
             ),
             cases: cases.len() as u64,
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
-            judging_rate: None,
+            steady_rate: None,
             divergent: 0,
             cells,
             reasons: baseline
@@ -268,7 +268,7 @@ impl Row {
             function: runtime.function.clone(),
             cases: 0,
             elapsed_ms: 0,
-            judging_rate: None,
+            steady_rate: None,
             divergent: 0,
             cells: Vec::new(),
             reasons: Vec::new(),
@@ -368,9 +368,9 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
          links to a \
          finding file (a count without links: those cases are filed under another rule of the row); \
          cases/s is the whole campaign (generation, shim, reference, judges, \
-         shrinking); outside shrinking, the rate while cases were generated, run and judged \
-         (each distinct finding is shrunk once, for up to 10 s, which dominates a short \
-         campaign).\n\n| runtime | cases | cases/s | outside shrinking | divergent |"
+         shrinking); steady, the rate over the batches during which no job was shrinking \
+         (each distinct finding is shrunk once, one case at a time, for up to 10 s, which \
+         dominates a short campaign).\n\n| runtime | cases | cases/s | steady cases/s | divergent |"
     );
     for rule in &rules {
         out.push_str(&format!(" {rule} |"));
@@ -388,7 +388,7 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
             continue;
         }
         let judging = row
-            .judging_rate
+            .steady_rate
             .map_or_else(|| "–".to_string(), |r| format!("{r:.0}"));
         out.push_str(&format!(
             " {} | {:.0} | {judging} | {} |",
@@ -459,7 +459,7 @@ pub fn to_json(rows: &[Row], date: &str, command: &str) -> Value {
             "cases": row.cases,
             "elapsedMs": row.elapsed_ms,
             "casesPerSecond": (row.cases_per_second() * 10.0).round() / 10.0,
-            "judgingCasesPerSecond": row.judging_rate,
+            "steadyCasesPerSecond": row.steady_rate,
             "divergent": row.divergent,
             "error": row.error,
             "green": row.green(),
@@ -497,7 +497,7 @@ mod tests {
     /// retry rule R1 is not judged on coerce_tool_result.
     fn index() -> Value {
         json!({
-            "cases": 2000, "elapsedMs": 1000, "judgingCasesPerSecond": 2500.0,
+            "cases": 2000, "elapsedMs": 1000, "steadyCasesPerSecond": 2500.0,
             "perOp": {"coerce_tool_result": {"cases": 2000, "divergent": 7}},
             "matrix": {
                 "ops": ["coerce_tool_result"],
@@ -618,7 +618,7 @@ mod tests {
         assert!(md.contains("- demo@1.2.3 F1: drops images\n"));
         assert!(md.contains("Made on 2026-11-24 by `cargo xtask matrix --cases 5`"));
         assert!(md.contains(
-            "| runtime | cases | cases/s | outside shrinking | divergent | S1 | S2 | F1 | R1 |"
+            "| runtime | cases | cases/s | steady cases/s | divergent | S1 | S2 | F1 | R1 |"
         ));
         assert!(md.contains(
             "| demo@1.2.3 | 2000 | 2000 | 2500 | 7 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \

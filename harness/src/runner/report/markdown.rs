@@ -56,15 +56,18 @@ fn verdict(passed: bool) -> &'static str {
     if passed { "pass" } else { "FAIL" }
 }
 
-/// The campaign's rate, and its rate outside shrinking when shrinking took any time.
+/// The campaign's rate; when it shrank anything, also its steady rate (no job shrinking) and the
+/// job time spent shrinking.
 pub fn rates(outcome: &Outcome) -> String {
     let overall = format!("{:.0} cases/s", outcome.rate());
     if outcome.shrink_ms == 0 {
         return overall;
     }
+    let steady = outcome.steady_rate().map_or_else(String::new, |r| {
+        format!("{r:.0} cases/s while no job shrank, ")
+    });
     format!(
-        "{overall}; {:.0} cases/s outside {:.1} s of shrinking",
-        outcome.judging_rate(),
+        "{overall}; {steady}{:.1} s of job time shrinking",
         outcome.shrink_ms as f64 / 1000.0
     )
 }

@@ -57,6 +57,14 @@ pub fn read(dir: &Path) -> Result<Part> {
         // Reports written before these were recorded: one job, no shrinking counted.
         jobs: index.get("jobs").and_then(|v| v.as_u64()).unwrap_or(1),
         shrink_ms: index.get("shrinkMs").and_then(|v| v.as_u64()).unwrap_or(0),
+        steady_cases: index
+            .get("steadyCases")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0),
+        steady_job_ms: index
+            .get("steadyJobMs")
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0),
         per_op: serde_json::from_value(field("perOp")?.clone())?,
         findings,
         timeline: serde_json::from_value(field("timeline")?.clone())?,
@@ -98,10 +106,12 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
         }
         let (into, from) = (&mut whole.outcome, part.outcome);
         into.elapsed_ms = into.elapsed_ms.max(from.elapsed_ms);
-        // The shards' jobs side by side for the longest shard's time: a judging rate that
-        // counts a shard that ended early as idle, never one faster than the shards were.
+        // The shards' jobs side by side: their steady rates add up, as shards on separate
+        // machines do.
         into.jobs += from.jobs;
         into.shrink_ms += from.shrink_ms;
+        into.steady_cases += from.steady_cases;
+        into.steady_job_ms += from.steady_job_ms;
         for (op, tally) in from.per_op {
             add_tally(into.per_op.entry(op).or_default(), tally);
         }
