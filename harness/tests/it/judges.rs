@@ -125,6 +125,14 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
             out(result(json!([text("[invalid tool result]")]))),
         ),
         (
+            // Merged into one JSON text with every sibling kept (pydantic-ai): a count
+            // change, not a malformed block taking its siblings down.
+            CoerceToolResult,
+            F3,
+            json!({"content": [text("a"), {"type": "resource_link", "uri": "\n", "name": "l"}, text("b")]}),
+            out(result(json!([text("[\"a\",\"\\n\",\"b\"]")]))),
+        ),
+        (
             CoerceToolResult,
             C1,
             json!({"content": [{"type": "text", "text": 5}]}),
@@ -682,4 +690,26 @@ fn a_dropped_blank_beside_a_kept_one_shifts_nothing() {
     let mut bad = output;
     bad["content"][1]["text"] = json!("[audio]");
     assert!(gate_rules(Op::CoerceToolResult, &input, bad).contains(&Rule::C3));
+}
+
+#[test]
+fn siblings_merged_with_their_content_kept_are_a_count_change_not_f5() {
+    let input = json!({"content": [
+        {"type": "text", "text": "a"}, {"type": "resource_link", "uri": "\n", "name": "l"},
+        {"type": "text", "text": "b"},
+    ]});
+    let merged =
+        |texts: &str| json!({"content": [{"type": "text", "text": texts}], "isError": false});
+    let rules = gate_rules(Op::CoerceToolResult, &input, merged(r#"["a","\n","b"]"#));
+    assert!(
+        rules.contains(&Rule::F3) && !rules.contains(&Rule::F5),
+        "{rules:?}"
+    );
+    // A sibling lost with the malformed block is F5.
+    let rules = gate_rules(
+        Op::CoerceToolResult,
+        &input,
+        merged("[invalid tool result]"),
+    );
+    assert!(rules.contains(&Rule::F5), "{rules:?}");
 }
