@@ -10,10 +10,11 @@ use imagesize::ImageType;
 pub const MAX_BASE64_LEN: usize = 5_242_880;
 /// Largest accepted width or height in pixels.
 pub const MAX_DIMENSION: usize = 8000;
-/// Base64 characters decoded before the first header read; multiple of 4. PNG, GIF and WebP
-/// headers sit in the first bytes; large JPEG metadata segments can push the frame header
-/// further, in which case the whole payload is decoded.
-const PREFIX_CHARS: usize = 4 * 1024;
+/// Base64 characters decoded for each header read, in turn, before the whole payload; multiples
+/// of 4. PNG and WebP headers sit in the first 30 bytes (a 10 KB screenshot no longer pays for
+/// decoding 3 KB it does not read); a JPEG frame header follows its metadata segments, usually
+/// within the first 3 KB, and large ones push it further, when the whole payload is decoded.
+const PREFIX_CHARS: [usize; 2] = [64, 4 * 1024];
 
 /// An image format every target provider accepts.
 ///
@@ -117,20 +118,24 @@ pub fn validate_image(data: &str, mime_type: &str) -> Result<ValidImage, ImageRe
     if ImageFormat::from_mime(mime_type).is_none() {
         return Err(ImageReject::UnsupportedMimeType);
     }
-    let prefix_len = data.len().min(PREFIX_CHARS);
-    let prefix = decode(&data[..prefix_len])?;
-    let format = imagesize::image_type(&prefix)
+    let mut read = data.len().min(PREFIX_CHARS[0]);
+    let first = decode(&data[..read])?;
+    let format = imagesize::image_type(&first)
         .ok()
         .and_then(ImageFormat::from_sniffed)
-        .filter(|&f| has_signature(f, &prefix))
+        .filter(|&f| has_signature(f, &first))
         .ok_or(ImageReject::NotAnImage)?;
-    let size = match imagesize::blob_size(&prefix) {
-        Ok(size) => size,
-        Err(_) if prefix_len < data.len() => {
-            imagesize::blob_size(&decode(data)?).map_err(|_| ImageReject::UnreadableHeader)?
+    // A header the first read cannot hold: a longer prefix, then the whole payload.
+    let mut size = imagesize::blob_size(&first);
+    for chars in [PREFIX_CHARS[1], data.len()] {
+        let chars = chars.min(data.len());
+        if size.is_ok() || chars <= read {
+            continue;
         }
-        Err(_) => return Err(ImageReject::UnreadableHeader),
-    };
+        size = imagesize::blob_size(&decode(&data[..chars])?);
+        read = chars;
+    }
+    let size = size.map_err(|_| ImageReject::UnreadableHeader)?;
     if size.width == 0 || size.height == 0 {
         return Err(ImageReject::UnreadableHeader);
     }
@@ -289,10 +294,34 @@ mod tests {
     }
 
     #[test]
+    fn headers_are_read_from_long_payloads_at_each_prefix_length() {
+        use fixtures::{WebpKind, jpeg_with_padding, png_with_padding, webp_header};
+        let mut images = vec![(ImageFormat::Png, png_with_padding(20_000))];
+        for kind in WebpKind::ALL {
+            let mut webp = webp_header(kind, 1, 1);
+            webp.resize(20_000, 0);
+            images.push((ImageFormat::Webp, webp));
+        }
+        // The frame header in the first read, in the second one, and only in the whole.
+        for padding in [0, 1_000, 10_000] {
+            images.push((ImageFormat::Jpeg, jpeg_with_padding(padding)));
+        }
+        for (format, bytes) in images {
+            let data = b64(&bytes);
+            assert_eq!(
+                validate_image(&data, format.mime()).map(|v| (v.format, v.width, v.height)),
+                Ok((format, 1, 1)),
+                "{format:?} of {} bytes",
+                bytes.len()
+            );
+        }
+    }
+
+    #[test]
     fn jpeg_header_beyond_the_prefix_is_found() {
         let jpeg = fixtures::jpeg_with_padding(100_000);
         let data = b64(&jpeg);
-        assert!(data.len() > PREFIX_CHARS);
+        assert!(data.len() > PREFIX_CHARS[1]);
         assert_eq!(validate_image(&data, "image/jpeg").map(|v| v.width), Ok(1));
     }
 }
