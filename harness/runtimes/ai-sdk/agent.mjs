@@ -3,7 +3,10 @@
 // MCP server) and a model client pointed at the mock providers. The tool result reaches the model
 // through `mcpToModelOutput` (the tools' `toModelOutput`), then the provider package's converter
 // (`convertToOpenAIChatMessages`, `convertToOpenAIResponsesInput`,
-// `convertToAnthropicMessagesPrompt`, `convertToGoogleGenerativeAIMessages`).
+// `convertToAnthropicMessagesPrompt`, `convertToGoogleGenerativeAIMessages`,
+// `convertToAmazonBedrockChatMessages`, `convertToOllamaChatMessages`). Bedrock authenticates with
+// an API key (a bearer token, so no SigV4 credentials are looked up); `generateText` takes the
+// non-streaming endpoints (`/converse`, `/api/chat` with `stream: false`).
 
 import { API_KEY, MODEL, importFrom, printReply, turnConfig } from "../lib/agent.mjs";
 
@@ -23,6 +26,10 @@ async function model(api, baseURL) {
       return (await importFrom(config.dir, "@ai-sdk/anthropic")).createAnthropic(options)(MODEL);
     case "gemini":
       return (await importFrom(config.dir, "@ai-sdk/google")).createGoogleGenerativeAI(options)(MODEL);
+    case "bedrock":
+      return (await importFrom(config.dir, "@ai-sdk/amazon-bedrock")).createAmazonBedrock(options)(MODEL);
+    case "ollama":
+      return (await importFrom(config.dir, "ollama-ai-provider-v2")).createOllama({ baseURL })(MODEL);
     default:
       throw new Error(`unknown api ${api}`);
   }
