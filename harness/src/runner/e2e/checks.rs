@@ -199,7 +199,10 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
             let missing = match expect {
                 Expect::Text(t) => (!text_reaches(t, &all_texts))
                     .then(|| (Rule::F2, format!("text {:?}", bounded(t, 120)))),
-                Expect::Token(t) => (!all_texts.iter().any(|h| h.contains(t))).then(|| {
+                // A URI the provider is asked to fetch reached the model too.
+                Expect::Token(t) => (!all_texts.iter().any(|h| h.contains(t))
+                    && !view.urls.iter().any(|u| u == t))
+                .then(|| {
                     (
                         Rule::F4,
                         format!(
@@ -292,6 +295,22 @@ pub fn check_model_view(case: &E2eCase, view: &ModelView) -> Vec<E2eFinding> {
             Rule::S1,
             "a directive line was forwarded to the model in a tool result",
             json!({"lines": forwarded.iter().map(|l| bounded(l, 200)).collect::<Vec<_>>()}),
+        ));
+    }
+    // A tool's URL the provider is asked to fetch is remote media the runtime accepted.
+    let refused: Vec<Value> = view
+        .urls
+        .iter()
+        .filter_map(|url| {
+            remote_problem(url)
+                .map(|(rule, why)| json!({"url": bounded(url, 300), "rule": rule, "why": why}))
+        })
+        .collect();
+    if !refused.is_empty() {
+        out.push(model(
+            Rule::S3,
+            "the provider is asked to fetch a URL the media policy refuses",
+            json!({ "urls": refused }),
         ));
     }
     out

@@ -14,6 +14,9 @@ pub struct ModelView {
     /// Texts the runtime added after the tool result (notes such as "image omitted").
     pub other_texts: Vec<String>,
     pub images: Vec<(String, String)>,
+    /// URLs the request asks the provider to fetch: image, document and file sources given by
+    /// URL (S3 applies; a resource_link's URI sent this way reached the model).
+    pub urls: Vec<String>,
     /// The request's sequence number in the capture.
     pub seq: u64,
 }
@@ -53,9 +56,7 @@ fn openai_chat_view(messages: &[Value]) -> Option<ModelView> {
                         Some("text") => texts.extend(part["text"].as_str().map(str::to_string)),
                         Some("image_url") => {
                             let url = part["image_url"]["url"].as_str().unwrap_or_default();
-                            if let Some(image) = data_url(url) {
-                                view.images.push(image);
-                            }
+                            view.image_or_url(url);
                         }
                         _ => {}
                     }
@@ -95,13 +96,13 @@ fn anthropic_view(messages: &[Value]) -> Option<ModelView> {
                     Value::String(s) => view.tool_texts.push(s.clone()),
                     Value::Array(inner) => {
                         for b in inner {
-                            anthropic_block(b, &mut view.tool_texts, &mut view.images);
+                            anthropic_block(b, true, &mut view);
                         }
                     }
                     _ => {}
                 }
             } else {
-                anthropic_block(block, &mut view.other_texts, &mut view.images);
+                anthropic_block(block, false, &mut view);
             }
         }
         if let Some(s) = m["content"].as_str() {
@@ -111,24 +112,49 @@ fn anthropic_view(messages: &[Value]) -> Option<ModelView> {
     Some(view)
 }
 
-fn anthropic_block(block: &Value, texts: &mut Vec<String>, images: &mut Vec<(String, String)>) {
-    match block["type"].as_str() {
-        Some("text") => texts.extend(block["text"].as_str().map(str::to_string)),
-        Some("image") => images.push((
-            block["source"]["media_type"]
+/// A text, image or document block: a source given by URL is fetched by the provider, a text
+/// document's text (or its content blocks) reaches the model as text.
+fn anthropic_block(block: &Value, of_tool: bool, view: &mut ModelView) {
+    let source = &block["source"];
+    let url = || source["url"].as_str().map(str::to_string);
+    match (block["type"].as_str(), source["type"].as_str()) {
+        (Some("text"), _) => view
+            .texts(of_tool)
+            .extend(block["text"].as_str().map(str::to_string)),
+        (Some("image" | "document"), Some("url")) => view.urls.extend(url()),
+        (Some("image"), _) => view.images.push((
+            source["media_type"]
                 .as_str()
                 .unwrap_or_default()
                 .to_string(),
-            block["source"]["data"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
+            source["data"].as_str().unwrap_or_default().to_string(),
         )),
+        (Some("document"), Some("text")) => view
+            .texts(of_tool)
+            .extend(source["data"].as_str().map(str::to_string)),
+        (Some("document"), Some("content")) => {
+            for inner in source["content"].as_array().into_iter().flatten() {
+                anthropic_block(inner, of_tool, view);
+            }
+        }
         _ => {}
     }
 }
 
 impl ModelView {
+    /// An image given as a URL: a base64 `data:` URL is the image, any other `data:` URL is
+    /// inline too (not an image the judge can read), any other URL the provider fetches.
+    fn image_or_url(&mut self, url: &str) {
+        match data_url(url) {
+            Some(image) => self.images.push(image),
+            None if url.is_empty()
+                || url
+                    .get(..5)
+                    .is_some_and(|s| s.eq_ignore_ascii_case("data:")) => {}
+            None => self.urls.push(url.to_string()),
+        }
+    }
+
     fn texts(&mut self, of_tool: bool) -> &mut Vec<String> {
         if of_tool {
             &mut self.tool_texts
@@ -174,7 +200,11 @@ fn responses_view(items: &[Value]) -> Option<ModelView> {
                         }
                         Some("input_image") => {
                             let url = part["image_url"].as_str().unwrap_or_default();
-                            view.images.extend(data_url(url));
+                            view.image_or_url(url);
+                        }
+                        Some("input_file") => {
+                            view.urls
+                                .extend(part["file_url"].as_str().map(str::to_string));
                         }
                         _ => {}
                     }
@@ -196,23 +226,26 @@ fn gemini_view(contents: &[Value]) -> Option<ModelView> {
             .any(|p| p.get("functionResponse").is_some())
     })?;
     let mut view = ModelView::default();
-    let inline = |p: &Value, images: &mut Vec<(String, String)>| {
+    // Inline images, and files the provider fetches by URI.
+    let inline = |p: &Value, view: &mut ModelView| {
         if let Some(data) = p["inlineData"]["data"].as_str() {
             let mime = p["inlineData"]["mimeType"].as_str().unwrap_or_default();
-            images.push((mime.to_string(), data.to_string()));
+            view.images.push((mime.to_string(), data.to_string()));
         }
+        view.urls
+            .extend(p["fileData"]["fileUri"].as_str().map(str::to_string));
     };
     for content in &contents[first..] {
         for part in parts_of(content) {
             if let Some(response) = part.get("functionResponse") {
                 string_leaves(&response["response"], &mut view.tool_texts);
                 for p in response["parts"].as_array().into_iter().flatten() {
-                    inline(p, &mut view.images);
+                    inline(p, &mut view);
                 }
             } else {
                 view.other_texts
                     .extend(part["text"].as_str().map(str::to_string));
-                inline(&part, &mut view.images);
+                inline(&part, &mut view);
             }
         }
     }
