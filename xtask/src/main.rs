@@ -36,7 +36,7 @@ enum Task {
     Ci,
     /// Run the criterion benchmarks and print the speed ratios README quotes.
     Bench {
-        /// Also time this runtime's own coercion (`harness/runtimes/<ANCHOR>.bench.mjs`, the
+        /// Also time this runtime's own coercion (`harness/runtimes/<ANCHOR>/bench.mjs`, the
         /// runtime installed as for e2e) on the same documents, and print one table of all.
         #[arg(long)]
         anchor: Option<String>,
