@@ -1,9 +1,10 @@
 // e2e agent for LangChain.js (`@langchain/mcp-adapters@1.1.4`, `@langchain/core@1.4.0`,
 // `@langchain/langgraph@1.7.3`): a LangGraph `createReactAgent` turn with the tools of a
 // `MultiServerMCPClient` (stdio, the mock MCP server) and a chat model pointed at the mock
-// providers: `ChatOpenAI` (Chat Completions, or the Responses API with `useResponsesApi`) or
-// `ChatAnthropic`. Every package is loaded through `importFrom` (one module format, so the
-// adapters and the models share one @langchain/core).
+// providers: `ChatOpenAI` (Chat Completions, or the Responses API with `useResponsesApi`),
+// `ChatAnthropic` or `ChatOllama` (Ollama's /api/chat; it streams). Every package is loaded
+// through `importFrom` (one module format, so the adapters and the models share one
+// @langchain/core).
 
 import { API_KEY, MODEL, importFrom, printReply, turnConfig } from "../lib/agent.mjs";
 
@@ -24,6 +25,10 @@ async function model(api, baseURL) {
     case "anthropic": {
       const { ChatAnthropic } = await importFrom(config.dir, "@langchain/anthropic");
       return new ChatAnthropic({ model: MODEL, apiKey: API_KEY, maxRetries: 0, anthropicApiUrl: baseURL });
+    }
+    case "ollama": {
+      const { ChatOllama } = await importFrom(config.dir, "@langchain/ollama");
+      return new ChatOllama({ model: MODEL, baseUrl: baseURL, maxRetries: 0 });
     }
     default:
       throw new Error(`unknown api ${api}`);
