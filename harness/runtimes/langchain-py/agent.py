@@ -1,7 +1,8 @@
 """e2e agent for LangChain's MCP adapters for Python (`langchain-mcp-adapters==0.3.2`,
 `langchain-core==1.8.3`): a LangGraph `create_react_agent` turn with the tools of a
 `MultiServerMCPClient` (stdio, the mock MCP server) and `ChatOpenAI` (Chat Completions, or the
-Responses API with `use_responses_api`) or `ChatAnthropic`, pointed at the mock providers."""
+Responses API with `use_responses_api`), `ChatAnthropic` or `ChatOllama` (Ollama's /api/chat; it
+streams), pointed at the mock providers."""
 
 import asyncio
 import os
@@ -30,6 +31,10 @@ def model(api, base_url):
         from langchain_anthropic import ChatAnthropic
 
         return ChatAnthropic(model=MODEL, api_key=API_KEY, base_url=base_url, max_retries=0)
+    if api == "ollama":
+        from langchain_ollama import ChatOllama
+
+        return ChatOllama(model=MODEL, base_url=base_url)
     raise ValueError(f"unknown api {api}")
 
 
