@@ -1,7 +1,9 @@
 """e2e agent for Pydantic AI (`pydantic-ai-slim==2.68.0`): one `Agent.run` with an `MCPToolset`
 over FastMCP's `StdioTransport` (the mock MCP server) and a model pointed at the mock providers:
 `OpenAIChatModel`, `OpenAIResponsesModel` or `AnthropicModel`, each on its SDK client with
-retries off."""
+retries off, or `BedrockConverseModel` on boto3 (`endpoint_url`; static SigV4 credentials, which the
+mock does not check: botocore refuses a bearer API key on an http endpoint; `Agent.run` takes the
+non-streaming `converse`)."""
 
 import asyncio
 import os
@@ -32,6 +34,17 @@ def model(api, base_url):
 
         client = AsyncAnthropic(base_url=base_url, api_key=API_KEY, max_retries=0)
         return AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
+    if api == "bedrock":
+        from pydantic_ai.models.bedrock import BedrockConverseModel
+        from pydantic_ai.providers.bedrock import BedrockProvider
+
+        provider = BedrockProvider(
+            base_url=base_url,
+            aws_access_key_id=API_KEY,
+            aws_secret_access_key=API_KEY,
+            region_name="us-east-1",
+        )
+        return BedrockConverseModel(MODEL, provider=provider)
     raise ValueError(f"unknown api {api}")
 
 
