@@ -192,8 +192,8 @@ pub fn serve<R: std::io::Read>(
 /// The answer line to a `coerce_tool_result` request, coerced straight from the request's input
 /// text (what `normfuzz coerce` and the benchmarks run) instead of through a `Value` tree, its
 /// borrowed view and a `Value` answer: most of serve-reference's time in a campaign. None for
-/// any other request, or one serde_json cannot take whole (nested beyond its 128 levels), which
-/// the general path answers.
+/// any other request, which the general path answers (an input nested beyond serde_json's 128
+/// levels is parsed iteratively by `coerce_json`, as for `normfuzz coerce`).
 fn coerce_fast(line: &[u8]) -> Option<Vec<u8>> {
     #[derive(serde::Deserialize)]
     struct RawRequest<'a> {
@@ -220,6 +220,47 @@ mod tests {
     use crate::reference::json_text::BLOCK_TEXT_MAX;
 
     const MILLION: usize = 1_000_000;
+
+    /// serve-reference's coerce fast path answers what the general path answers, inputs nested
+    /// far beyond serde_json's 128 levels included (coerce_json parses those iteratively), and
+    /// leaves other ops to the general path.
+    #[test]
+    fn the_coerce_fast_path_answers_as_the_general_path() {
+        let png =
+            crate::generate::sample_images::tiny_base64(crate::reference::image::ImageFormat::Png);
+        let inputs = [
+            json!({"content": [{"type": "text", "text": "ok\nMEDIA:/tmp/x.png\u{2028}"},
+                {"type": "image", "data": png, "mimeType": "image/png"},
+                {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}, 5]}),
+            json!({"structuredContent": {"a": [1, 2]}, "isError": true}),
+            json!([1, "not an object"]),
+            json!({"content": "text"}),
+        ];
+        for (id, input) in inputs.iter().enumerate() {
+            let mut line = Vec::new();
+            crate::protocol::write_request(&mut line, id as u64, Op::CoerceToolResult, input);
+            let fast = coerce_fast(&line).expect("a coerce request");
+            let fast: Value = serde_json::from_slice(&fast).unwrap();
+            assert_eq!(fast["id"], json!(id));
+            assert_eq!(
+                fast["output"],
+                call(Op::CoerceToolResult, input).unwrap(),
+                "{input}"
+            );
+        }
+        let mut line = Vec::new();
+        crate::protocol::write_request(&mut line, 1, Op::NeutralizeText, &json!({"text": "x"}));
+        assert!(coerce_fast(&line).is_none());
+        let deep = format!(
+            r#"{{"content":[{{"type":"text","text":"a"}},{}]}}"#,
+            deep_text(MILLION / 10, false)
+        );
+        let line = format!(r#"{{"id":7,"op":"coerce_tool_result","input":{deep}}}"#);
+        let fast: Value = serde_json::from_slice(&coerce_fast(line.as_bytes()).unwrap()).unwrap();
+        let input = json::parse_value(deep.as_bytes()).unwrap();
+        assert_eq!(fast["output"], call(Op::CoerceToolResult, &input).unwrap());
+        json::drop_value(input);
+    }
 
     #[test]
     fn inputs_are_objects_not_arrays_of_fields() {
