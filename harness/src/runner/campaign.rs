@@ -166,8 +166,8 @@ impl Outcome {
     /// Cases per second while every job generated, ran and judged cases, none shrinking: the
     /// rate a long campaign settles at (a short one against a SUT with many distinct findings
     /// spends most of its time shrinking each once, one case at a time). Batches that overlap
-    /// any shrinking are left out, since a job running beside a shrinking one has more of the
-    /// machine. None when every batch overlapped shrinking.
+    /// any shrinking, or end after a job has finished, are left out: a job running beside a
+    /// shrinking one, or alone, has more of the machine. None when no batch was steady.
     pub fn steady_rate(&self) -> Option<f64> {
         (self.steady_job_ms > 0).then(|| {
             self.steady_cases as f64 * 1000.0 * self.jobs.max(1) as f64 / self.steady_job_ms as f64
@@ -194,11 +194,13 @@ struct Shared<'a> {
     started: Instant,
     /// Set when `stop_on_gate` is asked and a gate failure was found: every job stops.
     stop: std::sync::atomic::AtomicBool,
-    /// Job time spent shrinking, summed over jobs.
-    shrink_ms: AtomicU64,
+    /// Job time spent shrinking, summed over jobs, in microseconds.
+    shrink_us: AtomicU64,
     /// Jobs shrinking now, and shrinks started so far: a batch is steady when no job was
-    /// shrinking at its start and none started before its end.
+    /// shrinking at its start, none started before its end and every job was still running
+    /// (a job alone at the end has the whole machine).
     shrinking: AtomicU64,
+    running: AtomicU64,
     shrinks_started: AtomicU64,
     steady_cases: AtomicU64,
     steady_job_us: AtomicU64,
@@ -220,8 +222,9 @@ pub fn run<S: Sut>(
         progress,
         started,
         stop: std::sync::atomic::AtomicBool::new(false),
-        shrink_ms: AtomicU64::new(0),
+        shrink_us: AtomicU64::new(0),
         shrinking: AtomicU64::new(0),
+        running: AtomicU64::new(campaign.jobs.max(1) as u64),
         shrinks_started: AtomicU64::new(0),
         steady_cases: AtomicU64::new(0),
         steady_job_us: AtomicU64::new(0),
@@ -251,7 +254,9 @@ pub fn run<S: Sut>(
                     .spawn_scoped(scope, move || {
                         let _running = running;
                         let first = campaign.shard.index * campaign.jobs.max(1) as u64;
-                        job_loop(shared, first + job as u64, sut)
+                        let result = job_loop(shared, first + job as u64, sut);
+                        shared.running.fetch_sub(1, Ordering::SeqCst);
+                        result
                     })
             })
             .collect::<std::io::Result<Vec<_>>>()
@@ -282,7 +287,7 @@ pub fn run<S: Sut>(
         seed: campaign.seed,
         elapsed_ms: started.elapsed().as_millis(),
         jobs: campaign.jobs.max(1) as u64,
-        shrink_ms: shared.shrink_ms.into_inner(),
+        shrink_ms: shared.shrink_us.into_inner() / 1000,
         steady_cases: shared.steady_cases.into_inner(),
         steady_job_ms: shared.steady_job_us.into_inner() / 1000,
         per_op: shared.tallies.into_inner().unwrap_or_default(),
@@ -483,8 +488,8 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
                     shared.shrinking.fetch_sub(1, Ordering::SeqCst);
                     let mut finding = shrunk?;
                     shared
-                        .shrink_ms
-                        .fetch_add(shrinking.elapsed().as_millis() as u64, Ordering::Relaxed);
+                        .shrink_us
+                        .fetch_add(shrinking.elapsed().as_micros() as u64, Ordering::Relaxed);
                     finding.first_seen_ms = seen_ms;
                     if finding.gate && campaign.stop_on_gate {
                         shared.stop.store(true, Ordering::Relaxed);
@@ -510,7 +515,10 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
             .progress
             .cases
             .fetch_add(count as u64, Ordering::Relaxed);
-        if shrinks_before.is_some_and(|n| n == shared.shrinks_started.load(Ordering::SeqCst)) {
+        let all_running = shared.running.load(Ordering::SeqCst) == campaign.jobs.max(1) as u64;
+        if all_running
+            && shrinks_before.is_some_and(|n| n == shared.shrinks_started.load(Ordering::SeqCst))
+        {
             shared
                 .steady_cases
                 .fetch_add(count as u64, Ordering::Relaxed);

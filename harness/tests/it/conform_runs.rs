@@ -320,3 +320,20 @@ fn merged_shard_reports_equal_the_unsharded_report() {
         assert!(merged.join(file).is_file(), "{file}");
     }
 }
+
+/// The campaign accounts for its shrinking: the echo SUT has findings, each shrunk once, early;
+/// the batches after them, with both jobs running and none shrinking, give the steady rate.
+#[test]
+fn shrinking_time_and_the_steady_rate_are_counted() {
+    let mut whole = campaign(&[Op::NeutralizeText], 20_000, 3);
+    whole.jobs = 2;
+    let outcome = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+    assert!(!outcome.findings.is_empty());
+    assert!(
+        outcome.steady_cases > 0 && outcome.steady_cases < outcome.cases(),
+        "{} steady of {}",
+        outcome.steady_cases,
+        outcome.cases()
+    );
+    assert!(outcome.steady_rate().is_some_and(|r| r > 0.0));
+}
