@@ -700,11 +700,14 @@ fn siblings_merged_with_their_content_kept_are_a_count_change_not_f5() {
     ]});
     let merged =
         |texts: &str| json!({"content": [{"type": "text", "text": texts}], "isError": false});
-    let rules = gate_rules(Op::CoerceToolResult, &input, merged(r#"["a","\n","b"]"#));
-    assert!(
-        rules.contains(&Rule::F3) && !rules.contains(&Rule::F5),
-        "{rules:?}"
-    );
+    // As a JSON list, and as that list in the string of an error object (pydantic-ai on isError).
+    for text in [r#"["a","\n","b"]"#, r#"{"error":"[\"a\",\"\\n\",\"b\"]"}"#] {
+        let rules = gate_rules(Op::CoerceToolResult, &input, merged(text));
+        assert!(
+            rules.contains(&Rule::F3) && !rules.contains(&Rule::F5),
+            "{text}: {rules:?}"
+        );
+    }
     // A sibling lost with the malformed block is F5.
     let rules = gate_rules(
         Op::CoerceToolResult,

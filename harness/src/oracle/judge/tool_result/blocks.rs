@@ -162,17 +162,16 @@ pub(super) fn blocks_match(
             .any(|e| matches!(e, Expect::Unknown(_) | Expect::MalformedText));
         // F5 is siblings gone: an image no longer an image, or a text nowhere in the output.
         // Siblings merged into one JSON text with their content (a runtime that always sends
-        // one) are a count change and changed texts (F3, F2), malformed neighbour or not. A
-        // text counts as there as a JSON string literal, or verbatim when it is too long (16
-        // bytes) to turn up by chance.
+        // one, maybe wrapped in an error object's string) are a count change and changed texts
+        // (F3, F2), malformed neighbour or not. A text counts as there as a string of an output
+        // text read as JSON (three levels deep), or verbatim when it is too long (16 bytes) to
+        // turn up by chance.
+        let readings = json_readings(texts);
         let gone = expects.iter().any(|e| match e {
             Expect::ValidImage(data) => !images.contains(data),
-            Expect::Text(text) => {
-                let literal = serde_json::to_string(text).unwrap_or_default();
-                !texts.iter().any(|t| {
-                    t == text || t.contains(&literal) || (text.len() >= 16 && t.contains(text))
-                })
-            }
+            Expect::Text(text) => !readings
+                .iter()
+                .any(|t| t == text || (text.len() >= 16 && t.contains(text))),
             _ => false,
         });
         let (rule, kind) = if malformed && blocks.len() < required && gone {
@@ -239,6 +238,36 @@ fn lost_text(text: &str) -> Violation {
         "text lost or changed",
         bounded(text, 300).into_owned(),
     )
+}
+
+/// The output texts, and every string inside those of them that are JSON documents, read again
+/// the same way down to three levels (a JSON list of the texts inside an error object's string).
+fn json_readings(texts: &[&str]) -> Vec<String> {
+    let mut readings: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
+    let mut level = readings.clone();
+    for _ in 0..3 {
+        let mut next = Vec::new();
+        for text in &level {
+            if let Ok(value) = serde_json::from_str::<Value>(text) {
+                collect_strings(&value, &mut next);
+            }
+        }
+        readings.extend(next.iter().cloned());
+        level = next;
+    }
+    readings
+}
+
+fn collect_strings(value: &Value, out: &mut Vec<String>) {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
 }
 
 /// Judges one output block against the input block it stands for.
