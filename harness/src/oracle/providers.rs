@@ -10,15 +10,15 @@ use crate::rule::Rule;
 pub fn provider_rejections(blocks: &Value) -> Vec<Violation> {
     mock_providers::Provider::ALL
         .into_iter()
-        .filter_map(|provider| {
-            match mock_providers::validate_tool_result(provider, blocks) {
+        .filter_map(
+            |provider| match mock_providers::validate_tool_result(provider, blocks) {
                 mock_providers::Verdict::Accepted => None,
                 verdict @ mock_providers::Verdict::Rejected { status, .. } => Some(gate(
                     Rule::Provider,
                     format!("{} answered {status}", provider.name()),
                     verdict.message().unwrap_or_default().to_string(),
                 )),
-            }
-        })
+            },
+        )
         .collect()
 }
