@@ -212,7 +212,7 @@ pub fn repro(dir: &Path, runtime: &RuntimeFile, input: &Value) -> Result<Repro> 
         );
     }
     script = script
-        .replace("{{install}}", &runtime.install_line())
+        .replace("{{install}}", runtime.install_line())
         .replace(
             "{{input}}",
             &serde_json::to_string(&ascii_json(input, false))?,
