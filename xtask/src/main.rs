@@ -20,6 +20,10 @@ mod fs;
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 
+/// `cargo xtask matrix`'s e2e turns per runtime when `--e2e-cases` is not given and `--cases`
+/// is larger.
+const DEFAULT_E2E_CASES_MAX: u64 = 16;
+
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "normfuzz project tasks")]
 struct Cli {
@@ -78,7 +82,8 @@ enum Task {
         /// Cases per runtime.
         #[arg(long, default_value_t = 2000)]
         cases: u64,
-        /// E2e turns per runtime with an e2e adapter (default: --cases).
+        /// E2e turns per runtime with an e2e adapter (default: --cases, at most 16: a turn takes
+        /// seconds, a hanging one up to its time-out, so 2,000 of them would take hours).
         #[arg(long, value_name = "N")]
         e2e_cases: Option<u64>,
         /// Campaign seed (the same seed gives the same cases).
@@ -198,7 +203,7 @@ impl Task {
                 let options = matrix::Options {
                     runtimes,
                     cases,
-                    e2e_cases: e2e_cases.unwrap_or(cases),
+                    e2e_cases: e2e_cases.unwrap_or(cases.min(DEFAULT_E2E_CASES_MAX)),
                     seed,
                     jobs,
                     shard,
