@@ -20,7 +20,7 @@
 //
 // Usage: node shim.mjs <install dir>   (the npm prefix holding node_modules/@ai-sdk/mcp)
 
-import { CaseTransport, errorText, importFrom, isObject, serve } from "../lib/shim.mjs";
+import { CaseTransport, errorText, importFrom, requireObjectResult, serve } from "../lib/shim.mjs";
 
 const dir = process.argv[2];
 if (!dir) {
@@ -45,9 +45,7 @@ function getErrorMessage(error) {
 }
 
 async function coerce(input) {
-  if (!isObject(input)) {
-    throw new Error("the MCP transport drops a result that is not an object; the call never returns");
-  }
+  requireObjectResult(input);
   current = input;
   let output;
   try {

@@ -25,7 +25,7 @@
 //
 // Usage: node shim.mjs <install dir>
 
-import { CaseTransport, importFrom, isObject, parseDataUrl, serve } from "../lib/shim.mjs";
+import { CaseTransport, importFrom, parseDataUrl, requireObjectResult, serve } from "../lib/shim.mjs";
 
 const dir = process.argv[2];
 if (!dir) {
@@ -41,9 +41,7 @@ await client.connect(new CaseTransport(() => current));
 const [tool] = await loadMcpTools("normfuzz", client);
 
 async function coerce(input) {
-  if (!isObject(input)) {
-    throw new Error("the MCP transport drops a result that is not an object; the call never returns");
-  }
+  requireObjectResult(input);
   current = input;
   let message;
   try {

@@ -93,6 +93,16 @@ export function isObject(value) {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
 
+/**
+ * Throws for a case that is not a JSON object: the MCP transport drops such a `result` (see
+ * CaseTransport), so the runtime's tool call never returns and the shim answers an `error`.
+ */
+export function requireObjectResult(input) {
+  if (!isObject(input)) {
+    throw new Error("the MCP transport drops a result that is not an object; the call never returns");
+  }
+}
+
 /** `data:<type>;base64,<data>` → {mimeType, data}, or null for any other URL. */
 export function parseDataUrl(url) {
   if (typeof url !== "string" || !url.startsWith("data:")) return null;

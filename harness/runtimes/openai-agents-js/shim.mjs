@@ -28,7 +28,7 @@
 import { createRequire } from "node:module";
 import path from "node:path";
 
-import { CaseTransport, importFrom, isObject, parseDataUrl, serve } from "../lib/shim.mjs";
+import { CaseTransport, importFrom, parseDataUrl, requireObjectResult, serve } from "../lib/shim.mjs";
 
 const dir = process.argv[2];
 if (!dir) {
@@ -57,9 +57,7 @@ const toolCall = { type: "function_call", callId: "call_1", name: "t", arguments
 const ERROR_TEXT = "An error occurred while running the tool. Please try again.";
 
 async function coerce(input) {
-  if (!isObject(input)) {
-    throw new Error("the MCP transport drops a result that is not an object; the call never returns");
-  }
+  requireObjectResult(input);
   current = input;
   const output = await tool.invoke(new core.RunContext(), "{}", { toolCall });
   const item = getToolCallOutputItem(toolCall, output);

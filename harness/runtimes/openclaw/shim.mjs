@@ -50,7 +50,7 @@ import { readdirSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { CaseTransport, importFrom, isObject, serve } from "../lib/shim.mjs";
+import { CaseTransport, importFrom, requireObjectResult, serve } from "../lib/shim.mjs";
 
 const dir = process.argv[2];
 if (!dir) {
@@ -89,9 +89,7 @@ const client = new Client({ name: "openclaw-bundle-mcp", version: "0.0.0" }, { c
 await client.connect(new CaseTransport(() => current));
 
 async function coerce(input) {
-  if (!isObject(input)) {
-    throw new Error("the MCP transport drops a result that is not an object; the call never returns");
-  }
+  requireObjectResult(input);
   current = input;
   let result;
   try {
