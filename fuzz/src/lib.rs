@@ -97,6 +97,15 @@ pub fn coerce_bytes(data: &[u8]) {
     let Ok(input) = std::str::from_utf8(data) else {
         return;
     };
+    // The coercion's own parser answers only what serde_json answers.
+    if let Some(ours) = normfuzz::reference::borrowed_json::parse(input) {
+        let theirs: Result<serde_json_borrow::Value<'_>, _> = serde_json::from_str(input);
+        assert_eq!(
+            Some(ours),
+            theirs.ok(),
+            "borrowed_json::parse differs from serde_json"
+        );
+    }
     let Ok(result) = normfuzz::reference::coerce::coerce_json(input) else {
         return;
     };

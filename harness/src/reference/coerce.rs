@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json_borrow::{ObjectAsVec, Value};
 
 use crate::excerpt::bounded;
+use crate::reference::borrowed_json::write_escaped;
 use crate::reference::image::{ImageReject, validate_image};
 use crate::reference::json_text::{BLOCK_TEXT_MAX, render};
 use crate::reference::neutralize::{neutralize, neutralize_cow};
@@ -105,111 +106,6 @@ impl AgentToolResult<'_> {
     }
 }
 
-/// `s` as a JSON string, byte-identical to `serde_json::to_writer` (short escapes for `\b \t
-/// \n \f \r`, `\u00XX` for other C0 controls, `\"` and `\\`). serde_json looks at every
-/// byte, which made escaping the largest cost of coercing text; [`next_special`] looks at 32
-/// bytes a step.
-fn write_escaped(out: &mut Vec<u8>, s: &str) {
-    let bytes = s.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut start = 0;
-    let mut i = next_special(bytes, 0);
-    while let Some(&b) = bytes.get(i) {
-        out.extend_from_slice(&bytes[start..i]);
-        let short = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            0x08 => b'b',
-            b'\t' => b't',
-            b'\n' => b'n',
-            0x0C => b'f',
-            b'\r' => b'r',
-            _ => 0,
-        };
-        if short == 0 {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            let (hi, lo) = (HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]);
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hi, lo]);
-        } else {
-            out.extend_from_slice(&[b'\\', short]);
-        }
-        start = i + 1;
-        i = next_special(bytes, start);
-    }
-    out.extend_from_slice(&bytes[start..]);
-    out.push(b'"');
-}
-
-/// Whether JSON escapes `b`: a C0 control, `"` or `\`.
-fn is_special(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
-}
-
-/// The index of the first byte at or after `from` that JSON escapes, or `bytes.len()`.
-fn next_special(bytes: &[u8], from: usize) -> usize {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present, checked just above.
-        return unsafe { next_special_avx2(bytes, from) };
-    }
-    next_special_portable(bytes, from)
-}
-
-/// [`next_special`] eight bytes a step (SWAR), then byte by byte.
-fn next_special_portable(bytes: &[u8], from: usize) -> usize {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
-    // The high bit of each byte of `x` below 0x20, `"` or `\\`. A borrow can also flag a byte
-    // above a flagged one, never below: the lowest flag is exact.
-    let special = |x: u64| {
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-        (x.wrapping_sub(ONES * 0x20) & !x & HIGH)
-            | zero(x ^ (ONES * u64::from(b'"')))
-            | zero(x ^ (ONES * u64::from(b'\\')))
-    };
-    let mut i = from;
-    while let Some(chunk) = bytes
-        .get(i..i + 8)
-        .and_then(|c| <[u8; 8]>::try_from(c).ok())
-    {
-        match special(u64::from_le_bytes(chunk)) {
-            0 => i += 8,
-            mask => return i + mask.trailing_zeros() as usize / 8,
-        }
-    }
-    bytes
-        .get(i..)
-        .and_then(|rest| rest.iter().position(|&b| is_special(b)))
-        .map_or(bytes.len(), |p| i + p)
-}
-
-/// [`next_special`] 32 bytes a step, the rest through [`next_special_portable`].
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn next_special_avx2(bytes: &[u8], from: usize) -> usize {
-    use std::arch::x86_64::*;
-    let mut i = from;
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let control_max = _mm256_set1_epi8(0x1F);
-    while i + 32 <= bytes.len() {
-        // SAFETY: `i + 32 <= bytes.len()`, and an unaligned load reads any address.
-        let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(i).cast()) };
-        // A control byte is one whose unsigned maximum with 0x1F is 0x1F.
-        let hits = _mm256_or_si256(
-            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
-            _mm256_cmpeq_epi8(_mm256_max_epu8(v, control_max), control_max),
-        );
-        let mask = _mm256_movemask_epi8(hits) as u32;
-        if mask != 0 {
-            return i + mask.trailing_zeros() as usize;
-        }
-        i += 32;
-    }
-    next_special_portable(bytes, i)
-}
-
 impl AgentToolResult<'_> {
     /// The same result owning its strings.
     pub fn into_owned(self) -> AgentToolResult<'static> {
@@ -235,28 +131,24 @@ impl AgentToolResult<'_> {
 }
 
 /// Parses `input` as JSON, nested to any depth, and coerces it; a parse error is the only
-/// error. Strings are borrowed from `input` where JSON escaping allows; a document nested
-/// deeper than serde_json goes is parsed iteratively instead, and its result owns its strings.
+/// error. Strings are borrowed from `input` where JSON escaping allows. What the borrowing
+/// parser leaves to serde_json (an error, an escaped key, nesting beyond its limit) is parsed
+/// into serde_json's own value iteratively, and that result owns its strings.
 pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error> {
     use crate::protocol::json;
-    match serde_json::from_str::<Value<'_>>(input) {
-        Ok(value) => {
-            let result = coerce_tool_result(&value);
-            // serde_json stops at 128 levels, so the ordinary recursive drop is bounded here, and
-            // cheaper than the explicit stack for many small blocks.
-            drop(value);
-            Ok(result)
-        }
-        Err(e) if json::is_recursion_limit(&e) => {
-            let owned = json::parse_value(input.as_bytes())?;
-            let view = json::borrow(&owned);
-            let result = coerce_tool_result(&view).into_owned();
-            json::drop_borrowed(view);
-            json::drop_value(owned);
-            Ok(result)
-        }
-        Err(e) => Err(e),
+    if let Some(value) = crate::reference::borrowed_json::parse(input) {
+        let result = coerce_tool_result(&value);
+        // Nested within the parser's limit: the ordinary recursive drop is bounded, and
+        // cheaper than the explicit stack for many small blocks.
+        drop(value);
+        return Ok(result);
     }
+    let owned = json::parse_value(input.as_bytes())?;
+    let view = json::borrow(&owned);
+    let result = coerce_tool_result(&view).into_owned();
+    json::drop_borrowed(view);
+    json::drop_value(owned);
+    Ok(result)
 }
 
 /// Coerces any JSON value standing for a `CallToolResult`.
@@ -454,52 +346,6 @@ mod tests {
             }
         }
         assert!(coerce_json(&format!("{}x", deep_text(1_000_000, false))).is_err());
-    }
-
-    #[test]
-    fn escaping_matches_serde_json() {
-        let mut cases: Vec<String> = (0u8..0x80).map(|b| char::from(b).to_string()).collect();
-        cases.extend(
-            [
-                "",
-                "plain text of some length",
-                "é“quoted”\u{2028}\u{85}\u{7F}",
-            ]
-            .map(String::from),
-        );
-        for c in (0u8..0x80).map(char::from) {
-            for pad in 0..70 {
-                cases.push(format!(
-                    "{}{c}{}\"tail\\",
-                    "x".repeat(pad),
-                    "é".repeat(pad % 3)
-                ));
-            }
-        }
-        for case in cases {
-            let mut ours = Vec::new();
-            write_escaped(&mut ours, &case);
-            assert_eq!(ours, serde_json::to_vec(&case).unwrap(), "{case:?}");
-        }
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn escaping_matches_serde_json_on_any_string(s in "(?s).{0,200}") {
-            let mut ours = Vec::new();
-            write_escaped(&mut ours, &s);
-            proptest::prop_assert_eq!(ours, serde_json::to_vec(&s).unwrap());
-        }
-
-        // The SIMD scan runs on this machine; the portable one where AVX2 is missing.
-        #[test]
-        fn both_scans_find_the_same_byte(s in "(?s).{0,200}", from in 0usize..200) {
-            let bytes = s.as_bytes();
-            let from = from.min(bytes.len());
-            let want = bytes[from..].iter().position(|&b| is_special(b)).map_or(bytes.len(), |p| from + p);
-            proptest::prop_assert_eq!(next_special_portable(bytes, from), want);
-            proptest::prop_assert_eq!(next_special(bytes, from), want);
-        }
     }
 
     #[test]

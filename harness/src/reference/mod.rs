@@ -6,6 +6,7 @@
 //! (`neutralize`, `stream`, `vision`), final replies and delivery (`reply`, `embed`,
 //! `media_policy`, `turn`, `sse`), remote URLs (`url_policy`) and fallback retries (`retry`).
 
+pub mod borrowed_json;
 pub mod coerce;
 pub mod embed;
 pub mod image;
