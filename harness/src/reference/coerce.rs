@@ -216,7 +216,7 @@ fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
         "text" => match field(obj, "text") {
             Some(Value::Str(text)) if is_blank(text) => return None,
             Some(Value::Str(text)) => AgentBlock::Text {
-                text: neutralize_cow(text.clone()),
+                text: neutralize_cow(text),
             },
             _ => unknown(block),
         },
@@ -243,7 +243,7 @@ fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
         "resource" => match field(obj, "resource") {
             Some(Value::Object(res)) => match (string(res, "uri"), field(res, "text")) {
                 (Some(_), Some(Value::Str(text))) if !is_blank(text) => AgentBlock::Text {
-                    text: neutralize_cow(text.clone()),
+                    text: neutralize_cow(text),
                 },
                 (Some(uri), _) => composed(format!(
                     "[resource {}] {}",

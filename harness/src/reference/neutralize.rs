@@ -504,14 +504,12 @@ pub fn neutralize(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// [`neutralize`] for text that may already be owned, keeping it borrowed from `'a` when possible.
-pub fn neutralize_cow(text: Cow<'_, str>) -> Cow<'_, str> {
+/// [`neutralize`] for text that may already be owned, keeping it borrowed from `'a` when possible
+/// and copying owned text at most once (a neutralized text is a new string anyway).
+pub fn neutralize_cow<'a>(text: &Cow<'a, str>) -> Cow<'a, str> {
     match text {
         Cow::Borrowed(t) => neutralize(t),
-        Cow::Owned(t) => match neutralize(&t) {
-            Cow::Borrowed(_) => Cow::Owned(t),
-            Cow::Owned(n) => Cow::Owned(n),
-        },
+        Cow::Owned(t) => Cow::Owned(neutralize(t).into_owned()),
     }
 }
 

@@ -27,7 +27,7 @@ const WORD: [char; 5] = ['M', 'E', 'D', 'I', 'A'];
 /// The whole-stream reference for [`StreamNeutralizer`]: lossy UTF-8 decoding, then
 /// [`neutralize`](crate::reference::neutralize::neutralize).
 pub fn neutralize_bytes(bytes: &[u8]) -> Cow<'_, str> {
-    neutralize_cow(String::from_utf8_lossy(bytes))
+    neutralize_cow(&String::from_utf8_lossy(bytes))
 }
 
 /// Where the current line stands.
