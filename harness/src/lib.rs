@@ -9,6 +9,7 @@
 pub mod excerpt;
 pub mod fs;
 pub mod generate;
+pub mod json_scan;
 pub mod oracle;
 pub mod protocol;
 pub mod reference;

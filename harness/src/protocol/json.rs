@@ -213,23 +213,6 @@ pub fn write_value(out: &mut Vec<u8>, value: &Value) {
     }
 }
 
-/// Which bytes [`write_str`] looks at: `"`, `\`, C0 and DEL, and the lead bytes of C1 (0xC2)
-/// and of U+2028/U+2029 (0xE2).
-const SPECIAL: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0;
-    while b < 0x20 {
-        table[b] = true;
-        b += 1;
-    }
-    table[b'"' as usize] = true;
-    table[b'\\' as usize] = true;
-    table[0x7F] = true;
-    table[0xC2] = true;
-    table[0xE2] = true;
-    table
-};
-
 /// Appends `s` as a JSON string in which every character that any line reader could take for
 /// a line end is a `\uXXXX` escape: all control characters (C0, DEL, C1, so U+0085 too) and
 /// U+2028/U+2029. Node's `readline` splits at U+2028/U+2029 (and at a lone `\r`), Python's
@@ -240,12 +223,11 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     out.push(b'"');
     let mut start = 0;
     let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if !SPECIAL[b as usize] {
-            i += 1;
-            continue;
-        }
+    loop {
+        i = crate::json_scan::next_line_special(bytes, i);
+        let Some(&b) = bytes.get(i) else {
+            break;
+        };
         let (code, len) = match b {
             b'"' | b'\\' => {
                 out.extend_from_slice(&bytes[start..i]);

@@ -4,16 +4,18 @@
 //!
 //! Both are written by hand because they are the coercion's hot path and serde_json looks at
 //! every byte of a string: its scan was half the time of coercing an image and a quarter of
-//! coercing text. Here one scan ([`next_special`]) finds the next quote, backslash or control
-//! 32 bytes a step, for reading and writing alike. The parser does not try to be a whole JSON
-//! parser: on anything it does not take (an error of any kind, an escaped key, a lone
-//! surrogate, nesting deeper than [`MAX_DEPTH`]) it answers `None` and serde_json decides, and
-//! numbers are handed to serde_json one by one, so its answers can only be serde_json's
-//! (a property test and the `coerce_bytes` fuzz target compare the two).
+//! coercing text. Here one scan ([`next_json_special`]) finds the next quote, backslash or
+//! control 32 bytes a step, for reading and writing alike. The parser does not try to be a
+//! whole JSON parser: on anything it does not take (an error of any kind, an escaped key, a
+//! lone surrogate, nesting deeper than [`MAX_DEPTH`]) it answers `None` and serde_json
+//! decides, and numbers are handed to serde_json one by one, so its answers can only be
+//! serde_json's (a property test and the `coerce_bytes` fuzz target compare the two).
 
 use std::borrow::Cow;
 
 use serde_json_borrow::{ObjectAsVec, Value};
+
+use crate::json_scan::next_json_special;
 
 /// Nesting this parser takes; deeper documents go to serde_json (which stops at 128 and the
 /// coercion's iterative path), so the recursion here stays shallow.
@@ -126,7 +128,7 @@ impl<'a> Parser<'a> {
     /// the load). `None` leaves the position where it was.
     fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.at;
-        let end = next_special(self.text.as_bytes(), start);
+        let end = next_json_special(self.text.as_bytes(), start);
         (self.text.as_bytes().get(end) == Some(&b'"')).then(|| {
             self.at = end + 1;
             &self.text[start..end]
@@ -138,7 +140,7 @@ impl<'a> Parser<'a> {
     fn escaped_string(&mut self) -> Option<String> {
         let bytes = self.text.as_bytes();
         let mut from = self.at;
-        let mut at = next_special(bytes, from);
+        let mut at = next_json_special(bytes, from);
         let mut owned = String::with_capacity(at - from + 16);
         loop {
             owned.push_str(&self.text[from..at]);
@@ -156,7 +158,7 @@ impl<'a> Parser<'a> {
                 _ => return None,
             }
             from = at;
-            at = next_special(bytes, at);
+            at = next_json_special(bytes, at);
         }
     }
 
@@ -249,14 +251,14 @@ fn hex4(digits: &[u8]) -> Option<u32> {
 
 /// `s` as a JSON string, byte-identical to `serde_json::to_writer` (short escapes for `\b \t
 /// \n \f \r`, `\u00XX` for other C0 controls, `\"` and `\\`). serde_json looks at every
-/// byte, which made escaping the largest cost of coercing text; [`next_special`] looks at 32
+/// byte, which made escaping the largest cost of coercing text; [`next_json_special`] looks at 32
 /// bytes a step.
 pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
     out.push(b'"');
     let mut start = 0;
-    let mut i = next_special(bytes, 0);
+    let mut i = next_json_special(bytes, 0);
     while let Some(&b) = bytes.get(i) {
         out.extend_from_slice(&bytes[start..i]);
         let short = match b {
@@ -277,93 +279,10 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
             out.extend_from_slice(&[b'\\', short]);
         }
         start = i + 1;
-        i = next_special(bytes, start);
+        i = next_json_special(bytes, start);
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
-}
-
-/// Whether JSON escapes `b`: a C0 control, `"` or `\`.
-fn is_special(b: u8) -> bool {
-    b < 0x20 || b == b'"' || b == b'\\'
-}
-
-/// The index of the first byte at or after `from` that JSON escapes, or `bytes.len()`.
-#[inline]
-fn next_special(bytes: &[u8], from: usize) -> usize {
-    // Keys and short values end within 16 bytes: two words looked at here, before the call to
-    // the vector scan, made parsing many small blocks a fifth faster.
-    let mut i = from;
-    for _ in 0..2 {
-        let Some(word) = bytes.get(i..i + 8) else {
-            return next_special_portable(bytes, i);
-        };
-        match special_bytes(u64::from_le_bytes(word.try_into().unwrap_or_default())) {
-            0 => i += 8,
-            mask => return i + mask.trailing_zeros() as usize / 8,
-        }
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present, checked just above.
-        return unsafe { next_special_avx2(bytes, i) };
-    }
-    next_special_portable(bytes, i)
-}
-
-/// The high bit of each byte of `word` below 0x20, `"` or `\\`. A borrow can also flag a byte
-/// above a flagged one, never below: the lowest flag is exact.
-fn special_bytes(word: u64) -> u64 {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
-    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
-    (word.wrapping_sub(ONES * 0x20) & !word & HIGH)
-        | zero(word ^ (ONES * u64::from(b'"')))
-        | zero(word ^ (ONES * u64::from(b'\\')))
-}
-
-/// [`next_special`] eight bytes a step (SWAR), then byte by byte.
-fn next_special_portable(bytes: &[u8], from: usize) -> usize {
-    let mut i = from;
-    while let Some(chunk) = bytes
-        .get(i..i + 8)
-        .and_then(|c| <[u8; 8]>::try_from(c).ok())
-    {
-        match special_bytes(u64::from_le_bytes(chunk)) {
-            0 => i += 8,
-            mask => return i + mask.trailing_zeros() as usize / 8,
-        }
-    }
-    bytes
-        .get(i..)
-        .and_then(|rest| rest.iter().position(|&b| is_special(b)))
-        .map_or(bytes.len(), |p| i + p)
-}
-
-/// [`next_special`] 32 bytes a step, the rest through [`next_special_portable`].
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn next_special_avx2(bytes: &[u8], from: usize) -> usize {
-    use std::arch::x86_64::*;
-    let mut i = from;
-    let quote = _mm256_set1_epi8(b'"' as i8);
-    let backslash = _mm256_set1_epi8(b'\\' as i8);
-    let control_max = _mm256_set1_epi8(0x1F);
-    while i + 32 <= bytes.len() {
-        // SAFETY: `i + 32 <= bytes.len()`, and an unaligned load reads any address.
-        let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(i).cast()) };
-        // A control byte is one whose unsigned maximum with 0x1F is 0x1F.
-        let hits = _mm256_or_si256(
-            _mm256_or_si256(_mm256_cmpeq_epi8(v, quote), _mm256_cmpeq_epi8(v, backslash)),
-            _mm256_cmpeq_epi8(_mm256_max_epu8(v, control_max), control_max),
-        );
-        let mask = _mm256_movemask_epi8(hits) as u32;
-        if mask != 0 {
-            return i + mask.trailing_zeros() as usize;
-        }
-        i += 32;
-    }
-    next_special_portable(bytes, i)
 }
 
 #[cfg(test)]
@@ -403,16 +322,6 @@ mod tests {
             let mut ours = Vec::new();
             write_escaped(&mut ours, &s);
             proptest::prop_assert_eq!(ours, serde_json::to_vec(&s).unwrap());
-        }
-
-        // The SIMD scan runs on this machine; the portable one where AVX2 is missing.
-        #[test]
-        fn both_scans_find_the_same_byte(s in "(?s).{0,200}", from in 0usize..200) {
-            let bytes = s.as_bytes();
-            let from = from.min(bytes.len());
-            let want = bytes[from..].iter().position(|&b| is_special(b)).map_or(bytes.len(), |p| from + p);
-            proptest::prop_assert_eq!(next_special_portable(bytes, from), want);
-            proptest::prop_assert_eq!(next_special(bytes, from), want);
         }
     }
 
