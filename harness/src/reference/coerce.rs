@@ -355,4 +355,29 @@ mod tests {
         let result = coerce_json(doc).unwrap();
         assert_eq!(result.clone().into_owned(), result);
     }
+
+    proptest::proptest! {
+        /// The text a SUT is sent, coerced as `normfuzz coerce` and `serve-reference` coerce it
+        /// (the borrowing parser), gives what the in-process reference gives for the same value
+        /// (serde_json's value, viewed), on near-valid results and on any JSON.
+        #[test]
+        fn coercing_the_text_equals_coercing_the_value(
+            value in proptest::prop_oneof![
+                crate::generate::cases::hostile_json(),
+                crate::generate::cases::near_valid_result(),
+            ],
+            pretty: bool,
+        ) {
+            let text = if pretty {
+                serde_json::to_string_pretty(&value).unwrap()
+            } else {
+                serde_json::to_string(&value).unwrap()
+            };
+            let view = crate::protocol::json::borrow(&value);
+            let want = coerce_tool_result(&view).to_json_bytes();
+            proptest::prop_assert!(crate::reference::borrowed_json::parse(&text).is_some());
+            let got = coerce_json(&text).unwrap().to_json_bytes();
+            proptest::prop_assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap());
+        }
+    }
 }
