@@ -1,6 +1,7 @@
 //! JSON text to and from the borrowed values the coercion works on: a parser giving exactly
-//! what `serde_json::from_str::<serde_json_borrow::Value>` gives, and a string escaper giving
-//! exactly what `serde_json::to_writer` writes.
+//! what `serde_json::from_str::<serde_json_borrow::Value>` gives (or, for a tool result, the
+//! same with its content blocks handed over one at a time as they are read), and a string
+//! escaper giving exactly what `serde_json::to_writer` writes.
 //!
 //! Both are written by hand because they are the coercion's hot path and serde_json looks at
 //! every byte of a string: its scan was half the time of coercing an image and a quarter of
@@ -23,19 +24,60 @@ const MAX_DEPTH: usize = 100;
 
 /// `input` as serde_json_borrow parses it, or `None` where serde_json is left to decide.
 pub fn parse(input: &str) -> Option<Value<'_>> {
-    let mut parser = Parser { text: input, at: 0 };
+    run(input, None).map(|(value, _)| value)
+}
+
+/// An element of a result's `content` array, as [`parse_streaming_content`] hands it over.
+pub enum ContentItem<'v, 'a> {
+    /// An object block, as its entries in source order (duplicate keys kept).
+    Object(&'v [(&'a str, Value<'a>)]),
+    /// Any other value.
+    Other(&'v Value<'a>),
+}
+
+/// [`parse`], except that when the document is an object whose `content` holds an array, each
+/// element of that array goes to `content` as soon as it is read and is dropped before the next
+/// is read: the value returned has an empty array there, and `true` says so. Many small blocks
+/// then cost no allocation each and no array of them. `None` also when the document has two
+/// `content` keys (which one counts is left to a [`parse`] of the whole), with what was already
+/// handed over to be discarded.
+pub fn parse_streaming_content<'a>(
+    input: &'a str,
+    content: &mut dyn FnMut(ContentItem<'_, 'a>),
+) -> Option<(Value<'a>, bool)> {
+    run(input, Some(content))
+}
+
+fn run<'a>(
+    input: &'a str,
+    content: Option<&mut dyn FnMut(ContentItem<'_, 'a>)>,
+) -> Option<(Value<'a>, bool)> {
+    let mut parser = Parser {
+        text: input,
+        at: 0,
+        content,
+        seen_content: false,
+        streamed: false,
+    };
     let mut top = Vec::with_capacity(1);
     parser.value(0, &mut top, |value| value)?;
     parser.skip_blanks();
-    (parser.at == input.len()).then(|| top.pop()).flatten()
+    let streamed = parser.streamed;
+    (parser.at == input.len())
+        .then(|| top.pop().map(|value| (value, streamed)))
+        .flatten()
 }
 
-struct Parser<'a> {
+struct Parser<'a, 's> {
     text: &'a str,
     at: usize,
+    /// Where the top-level `content` array's elements go, when they are streamed.
+    content: Option<&'s mut dyn FnMut(ContentItem<'_, 'a>)>,
+    seen_content: bool,
+    streamed: bool,
 }
 
-impl<'a> Parser<'a> {
+impl<'a> Parser<'a, '_> {
     fn peek(&self) -> Option<u8> {
         self.text.as_bytes().get(self.at).copied()
     }
@@ -163,8 +205,18 @@ impl<'a> Parser<'a> {
     }
 
     fn object(&mut self, depth: usize) -> Option<ObjectAsVec<'a>> {
-        self.at += 1;
         let mut entries = Vec::new();
+        self.object_entries(depth, &mut entries)?;
+        Some(ObjectAsVec::from(entries))
+    }
+
+    /// Reads an object, its `{` next, into `entries`.
+    fn object_entries(
+        &mut self,
+        depth: usize,
+        entries: &mut Vec<(&'a str, Value<'a>)>,
+    ) -> Option<()> {
+        self.at += 1;
         self.skip_blanks();
         if !self.eat(b'}') {
             loop {
@@ -178,7 +230,21 @@ impl<'a> Parser<'a> {
                 if !self.eat(b':') {
                     return None;
                 }
-                self.value(depth + 1, &mut entries, |value| (key, value))?;
+                self.skip_blanks();
+                if depth == 0 && key == "content" && self.content.is_some() {
+                    if std::mem::replace(&mut self.seen_content, true) {
+                        return None;
+                    }
+                    if self.peek() == Some(b'[') {
+                        self.stream_content(depth + 1)?;
+                        self.streamed = true;
+                        entries.push((key, Value::Array(Vec::new())));
+                    } else {
+                        self.value(depth + 1, entries, |value| (key, value))?;
+                    }
+                } else {
+                    self.value(depth + 1, entries, |value| (key, value))?;
+                }
                 self.skip_blanks();
                 if !self.eat(b',') {
                     break;
@@ -188,7 +254,39 @@ impl<'a> Parser<'a> {
                 return None;
             }
         }
-        Some(ObjectAsVec::from(entries))
+        Some(())
+    }
+
+    /// The top-level `content` array (at `depth`, its `[` next), each element handed over as
+    /// it is read; one vector of entries serves every object block.
+    fn stream_content(&mut self, depth: usize) -> Option<()> {
+        self.at += 1;
+        let (mut entries, mut other) = (Vec::new(), Vec::with_capacity(1));
+        self.skip_blanks();
+        if self.eat(b']') {
+            return Some(());
+        }
+        loop {
+            self.skip_blanks();
+            if self.peek() == Some(b'{') && depth + 1 < MAX_DEPTH {
+                self.object_entries(depth + 1, &mut entries)?;
+                if let Some(content) = self.content.as_mut() {
+                    content(ContentItem::Object(&entries));
+                }
+                entries.clear();
+            } else {
+                self.value(depth + 1, &mut other, |value| value)?;
+                if let (Some(content), Some(item)) = (self.content.as_mut(), other.first()) {
+                    content(ContentItem::Other(item));
+                }
+                other.clear();
+            }
+            self.skip_blanks();
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        self.eat(b']').then_some(())
     }
 
     fn array(&mut self, depth: usize) -> Option<Vec<Value<'a>>> {

@@ -10,12 +10,12 @@
 use std::borrow::Cow;
 
 use serde::Serialize;
-use serde_json_borrow::{ObjectAsVec, Value};
+use serde_json_borrow::Value;
 
 use crate::excerpt::bounded;
-use crate::reference::borrowed_json::write_escaped;
+use crate::reference::borrowed_json::{ContentItem, parse, parse_streaming_content, write_escaped};
 use crate::reference::image::{ImageReject, validate_image};
-use crate::reference::json_text::{BLOCK_TEXT_MAX, render};
+use crate::reference::json_text::{BLOCK_TEXT_MAX, render, render_object};
 use crate::reference::neutralize::{neutralize, neutralize_cow};
 
 /// An image that passed S2. Fields are private: the only way to make one is [`ValidImage::new`],
@@ -131,15 +131,31 @@ impl AgentToolResult<'_> {
 }
 
 /// Parses `input` as JSON, nested to any depth, and coerces it; a parse error is the only
-/// error. Strings are borrowed from `input` where JSON escaping allows. What the borrowing
-/// parser leaves to serde_json (an error, an escaped key, nesting beyond its limit) is parsed
-/// into serde_json's own value iteratively, and that result owns its strings.
+/// error. Strings are borrowed from `input` where JSON escaping allows. The blocks of the
+/// result's `content` array are coerced as the borrowing parser reads them, each dropped before
+/// the next is read (no value is built for the whole array, nor an object for each block); a
+/// result whose content coerces to nothing (C7 shows the whole result) is parsed whole. What
+/// the borrowing parser leaves to serde_json (an error, an escaped key, nesting beyond its
+/// limit) is parsed into serde_json's own value iteratively, and that result owns its strings.
 pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error> {
     use crate::protocol::json;
-    if let Some(value) = crate::reference::borrowed_json::parse(input) {
+    let mut content = Vec::new();
+    let streamed = parse_streaming_content(input, &mut |item| {
+        content.extend(match item {
+            ContentItem::Object(entries) => coerce_object(entries),
+            ContentItem::Other(block) => coerce_block(block),
+        })
+    });
+    match streamed {
+        Some((value, false)) => return Ok(coerce_tool_result(&value)),
+        Some((Value::Object(obj), true)) if !content.is_empty() => {
+            return Ok(with_content(None, obj.as_vec(), content));
+        }
+        _ => {}
+    }
+    if let Some(value) = parse(input) {
         let result = coerce_tool_result(&value);
-        // Nested within the parser's limit: the ordinary recursive drop is bounded, and
-        // cheaper than the explicit stack for many small blocks.
+        // Nested within the parser's limit: the ordinary recursive drop is bounded.
         drop(value);
         return Ok(result);
     }
@@ -163,14 +179,25 @@ pub fn coerce_tool_result<'a>(result: &Value<'a>) -> AgentToolResult<'a> {
             is_error: false,
         };
     };
-    // F3: only JSON `true` is an error.
-    let is_error = matches!(field(obj, "isError"), Some(Value::Bool(true)));
-    let mut content: Vec<AgentBlock<'a>> = match field(obj, "content") {
+    let obj = obj.as_vec();
+    let content = match field(obj, "content") {
         Some(Value::Array(blocks)) => blocks.iter().filter_map(coerce_block).collect(),
         None | Some(Value::Null) => Vec::new(),
         // A lone block where an array belongs is still that block's content.
         Some(single) => coerce_block(single).into_iter().collect(),
     };
+    with_content(Some(result), obj, content)
+}
+
+/// The tool result of the result object `obj` (`result` as a value, for C7) whose content
+/// blocks coerced to `content`. `result` may be `None` only when `content` is not empty.
+fn with_content<'a>(
+    result: Option<&Value<'a>>,
+    obj: Entries<'_, 'a>,
+    mut content: Vec<AgentBlock<'a>>,
+) -> AgentToolResult<'a> {
+    // F3: only JSON `true` is an error.
+    let is_error = matches!(field(obj, "isError"), Some(Value::Bool(true)));
     if content.is_empty() {
         content.push(empty_content_text(result, obj, is_error));
     }
@@ -178,10 +205,11 @@ pub fn coerce_tool_result<'a>(result: &Value<'a>) -> AgentToolResult<'a> {
 }
 
 /// The single text block for a result whose content gave nothing to show (C7). `result` is
-/// `obj` as a value (rendered as is: a clone would recurse over any depth).
+/// `obj` as a value (rendered as is: a clone would recurse over any depth), or `None` to render
+/// `obj` itself.
 fn empty_content_text<'a>(
-    result: &Value<'a>,
-    obj: &ObjectAsVec<'a>,
+    result: Option<&Value<'a>>,
+    obj: Entries<'_, 'a>,
     is_error: bool,
 ) -> AgentBlock<'a> {
     if let Some(Value::Str(kind)) = field(obj, "resultType")
@@ -190,7 +218,10 @@ fn empty_content_text<'a>(
         // MCP 2026-07-28: the tool asks the client for input; not an empty result.
         return composed(format!(
             "[tool requires input before it can return a result: {}]",
-            render(result, Some(BLOCK_TEXT_MAX))
+            match result {
+                Some(result) => render(result, Some(BLOCK_TEXT_MAX)),
+                None => render_object(obj, Some(BLOCK_TEXT_MAX)),
+            }
         ));
     }
     match field(obj, "structuredContent") {
@@ -204,12 +235,19 @@ fn empty_content_text<'a>(
 /// Coerces one content block; `None` only for an empty or blank text block (F3 allows dropping
 /// those, and providers reject them).
 fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
-    let Value::Object(obj) = block else {
-        return Some(unknown(block));
-    };
+    match block {
+        Value::Object(obj) => coerce_object(obj.as_vec()),
+        _ => Some(composed(render(block, Some(BLOCK_TEXT_MAX)))),
+    }
+}
+
+/// [`coerce_block`] for an object block, given as its entries.
+fn coerce_object<'a>(obj: Entries<'_, 'a>) -> Option<AgentBlock<'a>> {
+    // C6: compact JSON of the block, bounded, payloads omitted.
+    let unknown = || composed(render_object(obj, Some(BLOCK_TEXT_MAX)));
     let kind = match field(obj, "type") {
         Some(Value::Str(kind)) => kind.as_ref(),
-        _ => return Some(unknown(block)),
+        _ => return Some(unknown()),
     };
     let converted = match kind {
         // C1
@@ -218,7 +256,7 @@ fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
             Some(Value::Str(text)) => AgentBlock::Text {
                 text: neutralize_cow(text),
             },
-            _ => unknown(block),
+            _ => unknown(),
         },
         // C2
         "image" => image(obj),
@@ -237,31 +275,34 @@ fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
                     None => composed(uri.into_owned()),
                 }
             }
-            _ => unknown(block),
+            _ => unknown(),
         },
         // C5
         "resource" => match field(obj, "resource") {
-            Some(Value::Object(res)) => match (string(res, "uri"), field(res, "text")) {
-                (Some(_), Some(Value::Str(text))) if !is_blank(text) => AgentBlock::Text {
-                    text: neutralize_cow(text),
-                },
-                (Some(uri), _) => composed(format!(
-                    "[resource {}] {}",
-                    mime_label(res),
-                    bounded(uri, BLOCK_TEXT_MAX)
-                )),
-                (None, _) => unknown(block),
-            },
-            _ => unknown(block),
+            Some(Value::Object(res)) => {
+                let res = res.as_vec();
+                match (string(res, "uri"), field(res, "text")) {
+                    (Some(_), Some(Value::Str(text))) if !is_blank(text) => AgentBlock::Text {
+                        text: neutralize_cow(text),
+                    },
+                    (Some(uri), _) => composed(format!(
+                        "[resource {}] {}",
+                        mime_label(res),
+                        bounded(uri, BLOCK_TEXT_MAX)
+                    )),
+                    (None, _) => unknown(),
+                }
+            }
+            _ => unknown(),
         },
         // C6
-        _ => unknown(block),
+        _ => unknown(),
     };
     Some(converted)
 }
 
 /// C2: a valid image passes through with its data untouched (F1); anything else is named.
-fn image<'a>(obj: &ObjectAsVec<'a>) -> AgentBlock<'a> {
+fn image<'a>(obj: Entries<'_, 'a>) -> AgentBlock<'a> {
     let checked = match (field(obj, "data"), field(obj, "mimeType")) {
         (None, _) => Err(ImageReject::MissingData),
         (Some(Value::Str(_)), Some(Value::Str(mime))) if mime.is_empty() => {
@@ -282,11 +323,6 @@ fn image<'a>(obj: &ObjectAsVec<'a>) -> AgentBlock<'a> {
     }
 }
 
-/// C6: compact JSON of the block, bounded, payloads omitted.
-fn unknown<'a>(block: &Value<'a>) -> AgentBlock<'a> {
-    composed(render(block, Some(BLOCK_TEXT_MAX)))
-}
-
 /// Text built by the coercion itself; it may embed untrusted fields, so it is neutralized too.
 fn composed<'a>(text: String) -> AgentBlock<'a> {
     let text = match neutralize(&text) {
@@ -298,20 +334,25 @@ fn composed<'a>(text: String) -> AgentBlock<'a> {
     }
 }
 
-fn mime_label(obj: &ObjectAsVec<'_>) -> String {
+fn mime_label(obj: Entries<'_, '_>) -> String {
     match string(obj, "mimeType") {
         Some(mime) if !mime.is_empty() => bounded(mime, 256).into_owned(),
         _ => "unknown".to_string(),
     }
 }
 
+/// An object's entries in source order, duplicate keys kept: what the borrowing parser streams
+/// and what `ObjectAsVec::as_vec` holds (keys are `&str` without serde_json_borrow's `cowkeys`,
+/// borrowed for as long as the entries are).
+type Entries<'v, 'a> = &'v [(&'v str, Value<'a>)];
+
 /// The value of `key`; with duplicate keys the last one wins, as in JavaScript, Python and
 /// `serde_json::Value`, so every consumer sees the same block.
-fn field<'v, 'a>(obj: &'v ObjectAsVec<'a>, key: &str) -> Option<&'v Value<'a>> {
-    obj.iter().filter(|(k, _)| *k == key).last().map(|(_, v)| v)
+fn field<'v, 'a>(obj: Entries<'v, 'a>, key: &str) -> Option<&'v Value<'a>> {
+    obj.iter().rev().find(|(k, _)| *k == key).map(|(_, v)| v)
 }
 
-fn string<'v>(obj: &'v ObjectAsVec<'_>, key: &str) -> Option<&'v str> {
+fn string<'v>(obj: Entries<'v, '_>, key: &str) -> Option<&'v str> {
     field(obj, key).and_then(Value::as_str)
 }
 
@@ -354,6 +395,52 @@ mod tests {
             r#"{"content":[{"type":"text","text":"a\nMEDIA:/x"},{"type":"text","text":"b"}]}"#;
         let result = coerce_json(doc).unwrap();
         assert_eq!(result.clone().into_owned(), result);
+    }
+
+    /// The blocks of `content` are coerced as they are read; what needs the whole result still
+    /// gets it: two `content` keys (the last counts), a content that coerces to nothing (C7
+    /// renders the result), a content that is not an array, `isError` after the blocks.
+    #[test]
+    fn streamed_content_keeps_the_whole_results_rules() {
+        let text = |doc: &str| -> Vec<String> {
+            let result = coerce_json(doc).expect("valid JSON");
+            result
+                .content
+                .iter()
+                .map(|block| match block {
+                    AgentBlock::Text { text } => text.to_string(),
+                    AgentBlock::Image(image) => format!("image {}", image.mime_type()),
+                })
+                .collect()
+        };
+        let block = |t: &str| format!(r#"{{"type":"text","text":"{t}"}}"#);
+        let (a, b) = (block("a"), block("b"));
+        assert_eq!(
+            text(&format!(r#"{{"content":[{a}],"content":[{b}]}}"#)),
+            ["b"]
+        );
+        assert_eq!(
+            text(&format!(r#"{{"content":[{a}],"content":null}}"#)),
+            ["[tool returned no content]"]
+        );
+        assert_eq!(
+            text(&format!(r#"{{"content":{a},"content":[{b},5]}}"#)),
+            ["b", "5"]
+        );
+        assert_eq!(text(&format!(r#"{{"content":{b}}}"#)), ["b"]);
+        assert_eq!(
+            text(r#"{"resultType":"input_required","content":[{"type":"text","text":" "}]}"#),
+            [
+                r#"[tool requires input before it can return a result: {"resultType":"input_required","content":[{"type":"text","text":" "}]}]"#
+            ]
+        );
+        let late = format!(r#"{{"content":[{a},[1,{b}]],"isError":true}}"#);
+        let late_error = coerce_json(&late).unwrap();
+        assert!(late_error.is_error);
+        assert_eq!(late_error.content.len(), 2);
+        let dup_keys = r#"{"content":[{"type":"video","type":"text","text":"x","text":"y"}]}"#;
+        assert_eq!(text(dup_keys), ["y"]);
+        assert_eq!(text("[1]"), ["[tool result is not a JSON object: [1]]"]);
     }
 
     proptest::proptest! {

@@ -86,29 +86,40 @@ fn walk(w: &mut Writer, key: Option<&str>, v: &Value<'_>, depth: usize) -> Resul
             }
             w.push("]")
         }
-        Value::Object(obj) => {
-            w.push("{")?;
-            for (i, (k, item)) in obj.iter().enumerate() {
-                if i > 0 {
-                    w.push(",")?;
-                }
-                w.string(k)?;
-                w.push(":")?;
-                walk(w, Some(k), item, depth + 1)?;
-            }
-            w.push("}")
-        }
+        Value::Object(obj) => walk_object(w, obj.as_vec(), depth),
     }
+}
+
+fn walk_object(w: &mut Writer, entries: &[(&str, Value<'_>)], depth: usize) -> Result<(), Full> {
+    w.push("{")?;
+    for (i, (k, item)) in entries.iter().enumerate() {
+        if i > 0 {
+            w.push(",")?;
+        }
+        w.string(k)?;
+        w.push(":")?;
+        walk(w, Some(k), item, depth + 1)?;
+    }
+    w.push("}")
 }
 
 /// Compact JSON of `v` with payloads replaced by a note; cut to `limit` bytes (marker
 /// included) when given.
 pub fn render(v: &Value<'_>, limit: Option<usize>) -> String {
+    rendered(limit, |w| walk(w, None, v, 0))
+}
+
+/// [`render`] of an object given as its entries in source order.
+pub fn render_object(entries: &[(&str, Value<'_>)], limit: Option<usize>) -> String {
+    rendered(limit, |w| walk_object(w, entries, 0))
+}
+
+fn rendered(limit: Option<usize>, write: impl FnOnce(&mut Writer) -> Result<(), Full>) -> String {
     let mut w = Writer {
         out: String::new(),
         limit,
     };
-    if walk(&mut w, None, v, 0).is_ok() {
+    if write(&mut w).is_ok() {
         return w.out;
     }
     let limit = limit.unwrap_or(usize::MAX);
