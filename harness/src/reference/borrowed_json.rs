@@ -24,7 +24,10 @@ const MAX_DEPTH: usize = 100;
 
 /// `input` as serde_json_borrow parses it, or `None` where serde_json is left to decide.
 pub fn parse(input: &str) -> Option<Value<'_>> {
-    run(input, None).map(|(value, _)| value)
+    match run(input, None)? {
+        Streamed::Whole(value) | Streamed::Content(value) => Some(value),
+        Streamed::TwoContents => None,
+    }
 }
 
 /// An element of a result's `content` array, as [`parse_streaming_content`] hands it over.
@@ -35,37 +38,50 @@ pub enum ContentItem<'v, 'a> {
     Other(&'v Value<'a>),
 }
 
+/// What [`parse_streaming_content`] read.
+pub enum Streamed<'a> {
+    /// The document; nothing was handed over.
+    Whole(Value<'a>),
+    /// The document with an empty array for its `content`, whose elements were handed over.
+    Content(Value<'a>),
+    /// A document with two `content` keys: which one counts is left to a [`parse`] of the
+    /// whole, and what was handed over is to be discarded.
+    TwoContents,
+}
+
 /// [`parse`], except that when the document is an object whose `content` holds an array, each
 /// element of that array goes to `content` as soon as it is read and is dropped before the next
-/// is read: the value returned has an empty array there, and `true` says so. Many small blocks
-/// then cost no allocation each and no array of them. `None` also when the document has two
-/// `content` keys (which one counts is left to a [`parse`] of the whole), with what was already
-/// handed over to be discarded.
+/// is read. Many small blocks then cost no allocation each and no array of them.
 pub fn parse_streaming_content<'a>(
     input: &'a str,
     content: &mut dyn FnMut(ContentItem<'_, 'a>),
-) -> Option<(Value<'a>, bool)> {
+) -> Option<Streamed<'a>> {
     run(input, Some(content))
 }
 
 fn run<'a>(
     input: &'a str,
     content: Option<&mut dyn FnMut(ContentItem<'_, 'a>)>,
-) -> Option<(Value<'a>, bool)> {
+) -> Option<Streamed<'a>> {
     let mut parser = Parser {
         text: input,
         at: 0,
         content,
-        seen_content: false,
+        contents: 0,
         streamed: false,
     };
     let mut top = Vec::with_capacity(1);
-    parser.value(0, &mut top, |value| value)?;
+    if parser.value(0, &mut top, |value| value).is_none() {
+        // The parse stops at a second `content` key when it streams.
+        return (parser.contents > 1).then_some(Streamed::TwoContents);
+    }
     parser.skip_blanks();
-    let streamed = parser.streamed;
-    (parser.at == input.len())
-        .then(|| top.pop().map(|value| (value, streamed)))
-        .flatten()
+    let value = top.pop().filter(|_| parser.at == input.len())?;
+    Some(if parser.streamed {
+        Streamed::Content(value)
+    } else {
+        Streamed::Whole(value)
+    })
 }
 
 struct Parser<'a, 's> {
@@ -73,7 +89,8 @@ struct Parser<'a, 's> {
     at: usize,
     /// Where the top-level `content` array's elements go, when they are streamed.
     content: Option<&'s mut dyn FnMut(ContentItem<'_, 'a>)>,
-    seen_content: bool,
+    /// Top-level `content` keys read while streaming.
+    contents: usize,
     streamed: bool,
 }
 
@@ -204,6 +221,24 @@ impl<'a> Parser<'a, '_> {
         }
     }
 
+    /// The elements of an array or the entries of an object, its opening bracket next: `element`
+    /// reads each one, and they are separated by commas and closed by `close`.
+    fn list(&mut self, close: u8, mut element: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        self.at += 1;
+        self.skip_blanks();
+        if self.eat(close) {
+            return Some(());
+        }
+        loop {
+            element(self)?;
+            self.skip_blanks();
+            if !self.eat(b',') {
+                break;
+            }
+        }
+        self.eat(close).then_some(())
+    }
+
     fn object(&mut self, depth: usize) -> Option<ObjectAsVec<'a>> {
         let mut entries = Vec::new();
         self.object_entries(depth, &mut entries)?;
@@ -216,95 +251,62 @@ impl<'a> Parser<'a, '_> {
         depth: usize,
         entries: &mut Vec<(&'a str, Value<'a>)>,
     ) -> Option<()> {
-        self.at += 1;
-        self.skip_blanks();
-        if !self.eat(b'}') {
-            loop {
-                self.skip_blanks();
-                if !self.eat(b'"') {
-                    return None;
-                }
-                // serde_json_borrow's objects are built from borrowed keys only.
-                let key = self.plain_string()?;
-                self.skip_blanks();
-                if !self.eat(b':') {
-                    return None;
-                }
-                self.skip_blanks();
-                if depth == 0 && key == "content" && self.content.is_some() {
-                    if std::mem::replace(&mut self.seen_content, true) {
-                        return None;
-                    }
-                    if self.peek() == Some(b'[') {
-                        self.stream_content(depth + 1)?;
-                        self.streamed = true;
-                        entries.push((key, Value::Array(Vec::new())));
-                    } else {
-                        self.value(depth + 1, entries, |value| (key, value))?;
-                    }
-                } else {
-                    self.value(depth + 1, entries, |value| (key, value))?;
-                }
-                self.skip_blanks();
-                if !self.eat(b',') {
-                    break;
-                }
-            }
-            if !self.eat(b'}') {
+        self.list(b'}', |parser| {
+            parser.skip_blanks();
+            if !parser.eat(b'"') {
                 return None;
             }
-        }
-        Some(())
+            // serde_json_borrow's objects are built from borrowed keys only.
+            let key = parser.plain_string()?;
+            parser.skip_blanks();
+            if !parser.eat(b':') {
+                return None;
+            }
+            if depth == 0 && key == "content" && parser.content.is_some() {
+                parser.contents += 1;
+                if parser.contents > 1 {
+                    return None;
+                }
+                parser.skip_blanks();
+                if parser.peek() == Some(b'[') {
+                    parser.stream_content(depth + 1)?;
+                    parser.streamed = true;
+                    entries.push((key, Value::Array(Vec::new())));
+                    return Some(());
+                }
+            }
+            parser.value(depth + 1, entries, |value| (key, value))
+        })
     }
 
     /// The top-level `content` array (at `depth`, its `[` next), each element handed over as
     /// it is read; one vector of entries serves every object block.
     fn stream_content(&mut self, depth: usize) -> Option<()> {
-        self.at += 1;
         let (mut entries, mut other) = (Vec::new(), Vec::with_capacity(1));
-        self.skip_blanks();
-        if self.eat(b']') {
-            return Some(());
-        }
-        loop {
-            self.skip_blanks();
-            if self.peek() == Some(b'{') && depth + 1 < MAX_DEPTH {
-                self.object_entries(depth + 1, &mut entries)?;
-                if let Some(content) = self.content.as_mut() {
+        self.list(b']', |parser| {
+            parser.skip_blanks();
+            if parser.peek() == Some(b'{') && depth + 1 < MAX_DEPTH {
+                parser.object_entries(depth + 1, &mut entries)?;
+                if let Some(content) = parser.content.as_mut() {
                     content(ContentItem::Object(&entries));
                 }
                 entries.clear();
             } else {
-                self.value(depth + 1, &mut other, |value| value)?;
-                if let (Some(content), Some(item)) = (self.content.as_mut(), other.first()) {
+                parser.value(depth + 1, &mut other, |value| value)?;
+                if let (Some(content), Some(item)) = (parser.content.as_mut(), other.first()) {
                     content(ContentItem::Other(item));
                 }
                 other.clear();
             }
-            self.skip_blanks();
-            if !self.eat(b',') {
-                break;
-            }
-        }
-        self.eat(b']').then_some(())
+            Some(())
+        })
     }
 
     fn array(&mut self, depth: usize) -> Option<Vec<Value<'a>>> {
-        self.at += 1;
         let mut items = Vec::new();
-        self.skip_blanks();
-        if !self.eat(b']') {
-            loop {
-                self.value(depth + 1, &mut items, |value| value)?;
-                self.skip_blanks();
-                if !self.eat(b',') {
-                    break;
-                }
-            }
-            if !self.eat(b']') {
-                return None;
-            }
-        }
+        self.list(b']', |parser| {
+            parser.value(depth + 1, &mut items, |value| value)
+        })?;
         Some(items)
     }
 }

@@ -13,7 +13,9 @@ use serde::Serialize;
 use serde_json_borrow::Value;
 
 use crate::excerpt::bounded;
-use crate::reference::borrowed_json::{ContentItem, parse, parse_streaming_content, write_escaped};
+use crate::reference::borrowed_json::{
+    ContentItem, Streamed, parse, parse_streaming_content, write_escaped,
+};
 use crate::reference::image::{ImageReject, validate_image};
 use crate::reference::json_text::{BLOCK_TEXT_MAX, render, render_object};
 use crate::reference::neutralize::{neutralize, neutralize_cow};
@@ -146,14 +148,16 @@ pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error
             ContentItem::Other(block) => coerce_block(block),
         })
     });
-    match streamed {
-        Some((value, false)) => return Ok(coerce_tool_result(&value)),
-        Some((Value::Object(obj), true)) if !content.is_empty() => {
-            return Ok(with_content(None, obj.as_vec(), content));
+    let whole = match streamed {
+        Some(Streamed::Whole(value)) => return Ok(coerce_tool_result(&value)),
+        Some(Streamed::Content(Value::Object(obj))) if !content.is_empty() => {
+            return Ok(with_content(obj.as_vec(), content));
         }
-        _ => {}
-    }
-    if let Some(value) = parse(input) {
+        // Two `content` keys, or a content that coerced to nothing (C7 shows the whole result).
+        Some(_) => parse(input),
+        None => None,
+    };
+    if let Some(value) = whole {
         let result = coerce_tool_result(&value);
         // Nested within the parser's limit: the ordinary recursive drop is bounded.
         drop(value);
@@ -186,42 +190,28 @@ pub fn coerce_tool_result<'a>(result: &Value<'a>) -> AgentToolResult<'a> {
         // A lone block where an array belongs is still that block's content.
         Some(single) => coerce_block(single).into_iter().collect(),
     };
-    with_content(Some(result), obj, content)
+    with_content(obj, content)
 }
 
-/// The tool result of the result object `obj` (`result` as a value, for C7) whose content
-/// blocks coerced to `content`. `result` may be `None` only when `content` is not empty.
-fn with_content<'a>(
-    result: Option<&Value<'a>>,
-    obj: Entries<'_, 'a>,
-    mut content: Vec<AgentBlock<'a>>,
-) -> AgentToolResult<'a> {
+/// The tool result of the result object `obj` whose content blocks coerced to `content`.
+fn with_content<'a>(obj: Entries<'_, 'a>, mut content: Vec<AgentBlock<'a>>) -> AgentToolResult<'a> {
     // F3: only JSON `true` is an error.
     let is_error = matches!(field(obj, "isError"), Some(Value::Bool(true)));
     if content.is_empty() {
-        content.push(empty_content_text(result, obj, is_error));
+        content.push(empty_content_text(obj, is_error));
     }
     AgentToolResult { content, is_error }
 }
 
-/// The single text block for a result whose content gave nothing to show (C7). `result` is
-/// `obj` as a value (rendered as is: a clone would recurse over any depth), or `None` to render
-/// `obj` itself.
-fn empty_content_text<'a>(
-    result: Option<&Value<'a>>,
-    obj: Entries<'_, 'a>,
-    is_error: bool,
-) -> AgentBlock<'a> {
+/// The single text block for a result object whose content gave nothing to show (C7).
+fn empty_content_text<'a>(obj: Entries<'_, 'a>, is_error: bool) -> AgentBlock<'a> {
     if let Some(Value::Str(kind)) = field(obj, "resultType")
         && kind == "input_required"
     {
         // MCP 2026-07-28: the tool asks the client for input; not an empty result.
         return composed(format!(
             "[tool requires input before it can return a result: {}]",
-            match result {
-                Some(result) => render(result, Some(BLOCK_TEXT_MAX)),
-                None => render_object(obj, Some(BLOCK_TEXT_MAX)),
-            }
+            render_object(obj, Some(BLOCK_TEXT_MAX))
         ));
     }
     match field(obj, "structuredContent") {
