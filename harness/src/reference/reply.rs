@@ -4,7 +4,12 @@
 //!
 //! Order matters for S1: tags and shortcodes are removed first, because removing them can bring
 //! a `MEDIA:` to a line start (`[[audio_as_voice]]MEDIA:/x`); media lines are removed last, so
-//! the text delivered has no directive line at all.
+//! the text delivered has no directive line at all. A removal joins the text on either side,
+//! which can make a new tag or shortcode (`[[reply_to[[reply_to_current]]:1]]`,
+//! `[[\nMEDIA:/x\nreply_to_current]]`, `[embed\nMEDIA:/x]\nref="a" /]`), so the three passes
+//! repeat until one removes nothing: the text delivered holds no tag, shortcode or media line
+//! (the `sanitizer` trap of removing `<scr<script>ipt>` once). Every removal shortens the text,
+//! so the repeats end; each is linear, and only text nested that way needs more than two.
 //!
 //! **What a media line is.** Exactly the lines the neutralizer calls directives (S1's widest
 //! reading: every line terminator, blank, ignorable, case and NFKC disguise). So the parser and
@@ -99,22 +104,43 @@ pub struct ParsedReply {
 /// Parses a final assistant reply (D2).
 pub fn parse_reply(text: &str, roots: &MediaRoots) -> ParsedReply {
     let mut reply = ParsedReply::default();
-    let text = strip_tags(text, &mut reply);
-    let embeds = embed::extract(&text);
-    reply.embeds = embeds.blocks;
-    reply.rejected_media = embeds.rejected;
-    reply.text = extract_media_lines(&embeds.text, roots, &mut reply).into_owned();
+    let mut tags = Tags::default();
+    let mut text = text.to_string();
+    loop {
+        let stripped = strip_tags(&text, &mut tags);
+        let embeds = embed::extract(&stripped);
+        reply.embeds.extend(embeds.blocks);
+        reply.rejected_media += embeds.rejected;
+        let rest = extract_media_lines(&embeds.text, roots, &mut reply);
+        // Each removal shortens the text: an unchanged length means nothing was removed.
+        if rest.len() == text.len() {
+            break;
+        }
+        text = rest.into_owned();
+    }
+    reply.text = text;
+    reply.audio_as_voice = tags.audio_as_voice;
+    reply.reply_to = tags
+        .explicit
+        .or_else(|| tags.current.then(|| "current".to_string()));
     reply
 }
 
-fn strip_tags<'t>(text: &'t str, reply: &mut ParsedReply) -> Cow<'t, str> {
+/// The tags removed so far, over every repeat of the passes.
+#[derive(Default)]
+struct Tags {
+    audio_as_voice: bool,
+    current: bool,
+    /// The last explicit id.
+    explicit: Option<String>,
+}
+
+fn strip_tags<'t>(text: &'t str, tags: &mut Tags) -> Cow<'t, str> {
     if !text.contains("[[") {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
-    let mut explicit = None;
-    let mut current = false;
     for caps in TAG.captures_iter(text) {
         let Some(tag) = caps.get(0) else { continue };
         out.push_str(&text[copied..tag.start()]);
@@ -125,18 +151,20 @@ fn strip_tags<'t>(text: &'t str, reply: &mut ParsedReply) -> Cow<'t, str> {
         }
         copied = tag.end();
         if caps.get(1).is_some() {
-            reply.audio_as_voice = true;
+            tags.audio_as_voice = true;
         } else if caps.get(2).is_some() {
-            current = true;
+            tags.current = true;
         } else if let Some(id) = caps
             .get(3)
             .map(|m| sanitize_reply_id(m.as_str()))
             .filter(|id| !id.is_empty())
         {
-            explicit = Some(id);
+            tags.explicit = Some(id);
         }
     }
-    reply.reply_to = explicit.or_else(|| current.then(|| "current".to_string()));
+    if copied == 0 {
+        return Cow::Borrowed(text);
+    }
     out.push_str(&text[copied..]);
     Cow::Owned(out)
 }
@@ -158,7 +186,8 @@ fn extract_media_lines<'t>(
 ) -> Cow<'t, str> {
     let mut out = String::new();
     let mut copied = 0;
-    let mut delivered: HashSet<String> = HashSet::new();
+    // Targets delivered by an earlier repeat of the passes count too.
+    let mut delivered: HashSet<String> = reply.media_urls.iter().cloned().collect();
     let mut removed_last_line = false;
     for span in directive_spans(text) {
         // Only blanks lie between the line start and the directive.

@@ -266,6 +266,50 @@ fn d2_tags_become_flags() {
     assert_eq!(parse("[[reply_to:\nx]]").text, "[[reply_to:\nx]]");
 }
 
+/// A removal joins the text around it; what the join spells is removed too, until nothing is
+/// left to remove (fuzz finding: `[[reply_to[[reply_to_current]]:1]]` kept `[[reply_to :1]]`).
+#[test]
+fn d2_what_a_removal_joins_is_removed_too() {
+    let got = parse("a [[reply_to[[reply_to_current]]:1]] b");
+    assert_eq!(
+        (got.text.as_str(), got.reply_to.as_deref()),
+        ("a  b", Some("1"))
+    );
+    // Nested three deep; the innermost tag is removed first. (A space put between two
+    // non-blanks can also break what would join: `[[audio_as_[[reply_to_current]]voice]]`
+    // leaves `[[audio_as_ voice]]`, no tag.)
+    let got = parse("[[ [[reply_to[[reply_to_current]]:7]] audio_as_voice]]x");
+    assert_eq!(
+        (
+            got.text.as_str(),
+            got.audio_as_voice,
+            got.reply_to.as_deref()
+        ),
+        ("x", true, Some("7"))
+    );
+    // A media line between the halves of a tag (`\s*` spans the line break left behind).
+    let got = parse("[[\nMEDIA:/tmp/a.png\nreply_to_current]]hi");
+    assert_eq!(
+        (
+            got.text.as_str(),
+            got.reply_to.as_deref(),
+            got.media_urls.len()
+        ),
+        ("hi", Some("current"), 1)
+    );
+    // A shortcode between the halves of a tag, and a media line inside a shortcode.
+    let got = parse("[[reply_to[embed ref=\"v1\" /]_current]]");
+    assert_eq!(
+        (got.text.as_str(), got.reply_to.as_deref(), got.embeds.len()),
+        ("", Some("current"), 1)
+    );
+    let got = parse("[embed\nMEDIA:/tmp/a.png]\nref=\"v2\" /]");
+    assert_eq!((got.text.as_str(), got.embeds.len()), ("", 1));
+    // A target delivered before and after a repeat is delivered once.
+    let got = parse("MEDIA:/tmp/a.png\n[[\nMEDIA:/tmp/a.png\nreply_to_current]]\nMEDIA:/tmp/a.png");
+    assert_eq!(got.media_urls, ["/tmp/a.png"]);
+}
+
 #[test]
 fn d2_embeds_become_canvas_blocks() {
     // Seed 000/003's stored shape.
