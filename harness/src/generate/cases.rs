@@ -6,7 +6,7 @@
 use proptest::collection::vec;
 use proptest::option;
 use proptest::prelude::*;
-use proptest::sample::select;
+use proptest::sample::{Index, select};
 use serde_json::{Value, json};
 
 use crate::generate::corners::{self, limits, nesting, text, urls};
@@ -308,11 +308,24 @@ pub fn reply_text() -> impl Strategy<Value = String> {
         // The corner table's first nine paths (the rest are drawn through `urls::target`).
         select(urls::LOCAL_PATHS[..9].to_vec()).prop_map(String::from),
     ];
+    const MARKUP: [&str; 5] = [
+        "[[audio_as_voice]]",
+        "[[reply_to_current]]",
+        "[[reply_to:abc-1]]",
+        "[embed ref=\"cv_1\" title=\"S\" /]",
+        "[embed url=\"https://example.com/v\" /]",
+    ];
     let piece = prop_oneof![
         3 => tricky_text(),
         3 => (select(vec!["MEDIA:", "  MEDIA: ", "media:", "MEDIA:\t"]), target).prop_map(|(d, t)| format!("\n{d}{t}\n")),
-        1 => select(vec!["[[audio_as_voice]]", "[[reply_to_current]]", "[[reply_to:abc-1]]", "[embed ref=\"cv_1\" title=\"S\" /]", "[embed url=\"https://example.com/v\" /]"])
-            .prop_map(String::from),
+        1 => select(MARKUP.to_vec()).prop_map(String::from),
+        // Markup cut in two around a tag, a shortcode or a media line: removing the inner one
+        // joins the outer one (D2 removes that too).
+        1 => (select(MARKUP.to_vec()), any::<Index>(), select(MARKUP.iter().copied().chain(["\nMEDIA:/tmp/a.png\n", "\nMEDIA:/tmp/a.png]\n"]).collect::<Vec<_>>()))
+            .prop_map(|(outer, cut, inner)| {
+                let cut = cut.index(outer.len() + 1);
+                format!("{}{inner}{}", &outer[..cut], &outer[cut..])
+            }),
     ];
     vec(piece, 0..6).prop_map(|v| v.concat())
 }

@@ -328,6 +328,13 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
             reply("[[audio_as_voice]] hi"),
             out(replied("[[audio_as_voice]] hi", json!([]))),
         ),
+        // A tag the input spells only once a shortcode is removed (removed once, not again).
+        (
+            ParseReply,
+            D2,
+            reply("[[reply_to[embed ref=\"v\" /]_current]] hi"),
+            out(replied("[[reply_to_current]] hi", json!([]))),
+        ),
         (
             ParseReply,
             D3,

@@ -97,9 +97,8 @@ pub(super) fn parse_reply(
         .get("text")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    if let Some(tag) = REPLY_TAG.find(text)
-        && REPLY_TAG.is_match(reply)
-    {
+    // Whether the input spelled it or a removal joined it (`[[reply_to[embed ref="v" /]_current]]`).
+    if let Some(tag) = REPLY_TAG.find(text) {
         out.push(gate(
             Rule::D2,
             "reply tag left in the text",
