@@ -8,8 +8,10 @@
 //! which can make a new tag or shortcode (`[[reply_to[[reply_to_current]]:1]]`,
 //! `[[\nMEDIA:/x\nreply_to_current]]`, `[embed\nMEDIA:/x]\nref="a" /]`), so the three passes
 //! repeat until one removes nothing: the text delivered holds no tag, shortcode or media line
-//! (the `sanitizer` trap of removing `<scr<script>ipt>` once). Every removal shortens the text,
-//! so the repeats end; each is linear, and only text nested that way needs more than two.
+//! (the sanitizer trap of removing `<scr<script>ipt>` once). Every removal shortens the text,
+//! so the repeats end. Each repeat is linear, and only text nested that way needs more than two:
+//! markup nested k levels deep costs k repeats, quadratic in the worst case (2,000 levels in
+//! 26 KB take 0.14 s), which a reply needs an adversary to reach.
 //!
 //! **What a media line is.** Exactly the lines the neutralizer calls directives (S1's widest
 //! reading: every line terminator, blank, ignorable, case and NFKC disguise). So the parser and
