@@ -32,8 +32,9 @@ pub fn parse(input: &str) -> Option<Value<'_>> {
 
 /// An element of a result's `content` array, as [`parse_streaming_content`] hands it over.
 pub enum ContentItem<'v, 'a> {
-    /// An object block, as its entries in source order (duplicate keys kept).
-    Object(&'v [(&'a str, Value<'a>)]),
+    /// An object block, as its entries in source order (duplicate keys kept); they are dropped
+    /// after the call, so what is taken from them is not copied.
+    Object(&'v mut [(&'a str, Value<'a>)]),
     /// Any other value.
     Other(&'v Value<'a>),
 }
@@ -294,7 +295,7 @@ impl<'a> Parser<'a, '_> {
             if parser.peek() == Some(b'{') && depth + 1 < MAX_DEPTH {
                 parser.object_entries(depth + 1, &mut entries)?;
                 if let Some(content) = parser.content.as_mut() {
-                    content(ContentItem::Object(&entries));
+                    content(ContentItem::Object(&mut entries));
                 }
                 entries.clear();
             } else {

@@ -18,7 +18,7 @@ use crate::reference::borrowed_json::{
 };
 use crate::reference::image::{ImageReject, validate_image};
 use crate::reference::json_text::{BLOCK_TEXT_MAX, render, render_object};
-use crate::reference::neutralize::{neutralize, neutralize_cow};
+use crate::reference::neutralize::{neutralize, neutralize_owned};
 
 /// An image that passed S2. Fields are private: the only way to make one is [`ValidImage::new`],
 /// so an invalid image block cannot be constructed, let alone emitted.
@@ -144,7 +144,14 @@ pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error
     let mut content = Vec::new();
     let streamed = parse_streaming_content(input, &mut |item| {
         content.extend(match item {
-            ContentItem::Object(entries) => coerce_object(entries),
+            // A text block's text is moved out of the entries (dropped next), not copied.
+            ContentItem::Object(entries) => match c1_text_at(entries) {
+                Some(at) => match &mut entries[at].1 {
+                    Value::Str(text) => text_block(std::mem::take(text)),
+                    _ => coerce_object(entries),
+                },
+                None => coerce_object(entries),
+            },
             ContentItem::Other(block) => coerce_block(block),
         })
     });
@@ -231,23 +238,39 @@ fn coerce_block<'a>(block: &Value<'a>) -> Option<AgentBlock<'a>> {
     }
 }
 
+/// Where a C1 text block (`type` `"text"`, `text` a string) has its `text`.
+fn c1_text_at(obj: Entries<'_, '_>) -> Option<usize> {
+    if !matches!(field(obj, "type"), Some(Value::Str(kind)) if kind == "text") {
+        return None;
+    }
+    let at = obj.iter().rposition(|(k, _)| *k == "text")?;
+    matches!(obj[at].1, Value::Str(_)).then_some(at)
+}
+
+/// C1 for a text block's text: `None` for an empty or blank one (F3 allows dropping those, and
+/// providers reject them), else the text neutralized.
+fn text_block(text: Cow<'_, str>) -> Option<AgentBlock<'_>> {
+    (!is_blank(&text)).then(|| AgentBlock::Text {
+        text: neutralize_owned(text),
+    })
+}
+
 /// [`coerce_block`] for an object block, given as its entries.
 fn coerce_object<'a>(obj: Entries<'_, 'a>) -> Option<AgentBlock<'a>> {
     // C6: compact JSON of the block, bounded, payloads omitted.
     let unknown = || composed(render_object(obj, Some(BLOCK_TEXT_MAX)));
+    if let Some(at) = c1_text_at(obj)
+        && let Value::Str(text) = &obj[at].1
+    {
+        return text_block(text.clone());
+    }
     let kind = match field(obj, "type") {
         Some(Value::Str(kind)) => kind.as_ref(),
         _ => return Some(unknown()),
     };
     let converted = match kind {
-        // C1
-        "text" => match field(obj, "text") {
-            Some(Value::Str(text)) if is_blank(text) => return None,
-            Some(Value::Str(text)) => AgentBlock::Text {
-                text: neutralize_cow(text),
-            },
-            _ => unknown(),
-        },
+        // C1, a `text` that is not a string
+        "text" => unknown(),
         // C2
         "image" => image(obj),
         // C3
@@ -273,7 +296,7 @@ fn coerce_object<'a>(obj: Entries<'_, 'a>) -> Option<AgentBlock<'a>> {
                 let res = res.as_vec();
                 match (string(res, "uri"), field(res, "text")) {
                     (Some(_), Some(Value::Str(text))) if !is_blank(text) => AgentBlock::Text {
-                        text: neutralize_cow(text),
+                        text: neutralize_owned(text.clone()),
                     },
                     (Some(uri), _) => composed(format!(
                         "[resource {}] {}",

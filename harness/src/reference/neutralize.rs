@@ -512,12 +512,18 @@ pub fn neutralize(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// [`neutralize`] for text that may already be owned, keeping it borrowed from `'a` when possible
-/// and copying owned text at most once (a neutralized text is a new string anyway).
-pub fn neutralize_cow<'a>(text: &Cow<'a, str>) -> Cow<'a, str> {
+/// [`neutralize`] for text that may already be owned: borrowed text stays borrowed from `'a`
+/// when clean, owned text is kept as is when clean (never copied) and replaced when not.
+pub fn neutralize_owned(text: Cow<'_, str>) -> Cow<'_, str> {
     match text {
         Cow::Borrowed(t) => neutralize(t),
-        Cow::Owned(t) => Cow::Owned(neutralize(t).into_owned()),
+        Cow::Owned(owned) => {
+            let neutralized = match neutralize(&owned) {
+                Cow::Owned(n) => Some(n),
+                Cow::Borrowed(_) => None,
+            };
+            Cow::Owned(neutralized.unwrap_or(owned))
+        }
     }
 }
 

@@ -19,7 +19,8 @@
 use std::borrow::Cow;
 
 use crate::reference::neutralize::{
-    MARKER, is_blank, is_colon_like, is_hidden, is_line_terminator, neutralize_cow, reads_as_letter,
+    MARKER, is_blank, is_colon_like, is_hidden, is_line_terminator, neutralize_owned,
+    reads_as_letter,
 };
 
 const WORD: [char; 5] = ['M', 'E', 'D', 'I', 'A'];
@@ -27,7 +28,7 @@ const WORD: [char; 5] = ['M', 'E', 'D', 'I', 'A'];
 /// The whole-stream reference for [`StreamNeutralizer`]: lossy UTF-8 decoding, then
 /// [`neutralize`](crate::reference::neutralize::neutralize).
 pub fn neutralize_bytes(bytes: &[u8]) -> Cow<'_, str> {
-    neutralize_cow(&String::from_utf8_lossy(bytes))
+    neutralize_owned(String::from_utf8_lossy(bytes))
 }
 
 /// Where the current line stands.
