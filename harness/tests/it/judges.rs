@@ -328,6 +328,35 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
             reply("[[audio_as_voice]] hi"),
             out(replied("[[audio_as_voice]] hi", json!([]))),
         ),
+        // A canvas embed is fetched and shown: its URL is same-origin or public https (S3),
+        // its title is shown (S1).
+        (
+            ParseReply,
+            U4,
+            reply("[embed url=\"https://169.254.169.254/latest\" /]"),
+            out(
+                json!({"text": "", "mediaUrls": [], "audioAsVoice": false, "replyTo": null, "rejectedMedia": 0,
+                "embeds": [{"type": "canvas", "preview": {"kind": "canvas", "url": "https://169.254.169.254/latest"}}]}),
+            ),
+        ),
+        (
+            ParseReply,
+            U1,
+            reply("[embed url=\"/\\evil.com/x\" /]"),
+            out(
+                json!({"text": "", "mediaUrls": [], "audioAsVoice": false, "replyTo": null, "rejectedMedia": 0,
+                "embeds": [{"type": "canvas", "preview": {"kind": "canvas", "url": "/\\evil.com/x"}}]}),
+            ),
+        ),
+        (
+            ParseReply,
+            S1,
+            reply("[embed ref=\"v\" title=\"a\nMEDIA:/etc/passwd\" /]"),
+            out(
+                json!({"text": "", "mediaUrls": [], "audioAsVoice": false, "replyTo": null, "rejectedMedia": 0,
+                "embeds": [{"type": "canvas", "preview": {"kind": "canvas", "url": "/__openclaw__/canvas/documents/v/index.html", "title": "a\nMEDIA:/etc/passwd"}}]}),
+            ),
+        ),
         // A tag the input spells only once a shortcode is removed (removed once, not again).
         (
             ParseReply,

@@ -93,6 +93,9 @@ pub(super) fn parse_reply(
     s1(text, "the reply text", &mut out);
     let mut seen = HashSet::new();
     media_problems(input, media, &mut seen, &mut out);
+    if let Some(embeds) = output.get("embeds").and_then(Value::as_array) {
+        embed_problems(embeds, &mut out);
+    }
     let reply = input
         .get("text")
         .and_then(Value::as_str)
@@ -237,6 +240,33 @@ pub(super) fn same_stream(answer: &Value, merged: &Value) -> Option<Violation> {
 }
 
 /// S3 (and the U-rules) for each delivered media target, and D3 across the turn.
+/// A stored canvas block is rendered for the user: its `url` is fetched, so it is same-origin
+/// or public `https:` (S3), and its `title` and `viewId` are shown (S1).
+fn embed_problems(embeds: &[Value], out: &mut Vec<Violation>) {
+    // Same origin: resolved against an app origin, the URL stays on it (`//host`, `/\\host`
+    // and absolute URLs leave it, as a browser resolves them).
+    static APP: LazyLock<url::Url> =
+        LazyLock::new(|| url::Url::parse("https://app.invalid/").expect("valid URL"));
+    for embed in embeds {
+        let preview = &embed["preview"];
+        if let Some(url) = preview.get("url").and_then(Value::as_str) {
+            let same_origin = APP.join(url).is_ok_and(|u| u.origin() == APP.origin());
+            if !same_origin && let Some((rule, kind)) = remote_problem(url) {
+                out.push(gate(
+                    rule,
+                    format!("canvas embed URL: {kind}"),
+                    bounded(url, 300).into_owned(),
+                ));
+            }
+        }
+        for key in ["title", "viewId"] {
+            if let Some(text) = preview.get(key).and_then(Value::as_str) {
+                s1(text, "a canvas embed's title or view id", out);
+            }
+        }
+    }
+}
+
 fn media_problems(
     input: &Value,
     media: &[Value],
