@@ -1197,6 +1197,28 @@ def d2_voice_tag_left(c):
     return dict(out, text=out["text"].replace(HOLE, VOICE), audioAsVoice=True)
 
 
+EMBED_URL_RE = re.compile(r'\[embed url="([^"\[\]]*)" /\]')
+
+
+def s3_embed_url_unchecked(c):
+    inp = c.inp
+    if c.op != "parse_reply" or not isinstance(inp, dict) or not isinstance(inp.get("text"), str):
+        return None
+    urls = EMBED_URL_RE.findall(inp["text"])
+    if not urls:
+        return None
+    holes = {"/\ue002%d" % i: url for i, url in enumerate(urls)}
+    it = iter(holes)
+    out = ref("parse_reply", dict(inp, text=EMBED_URL_RE.sub(lambda m: '[embed url="%s" /]' % next(it), inp["text"])))
+    if out is None:
+        return None
+    for embed in out["embeds"]:
+        preview = embed.get("preview", {})
+        if preview.get("url") in holes:
+            preview["url"] = holes[preview["url"]]
+    return out
+
+
 def d2_rejected_line_kept(c):
     inp = c.inp
     if c.op != "parse_reply" or not isinstance(inp, dict) or not isinstance(inp.get("text"), str):
@@ -1405,6 +1427,7 @@ VARIANTS = {
     "d1_delete_directive_lines": Variant("D1", "directive lines are deleted instead of prefixed", d1_delete_directive_lines, TEXT),
     "d1_neutralize_inline": Variant("D1", "every MEDIA: is prefixed, also in the middle of a line (plain replace)", d1_neutralize_inline, TEXT),
     "d2_voice_tag_left": Variant("D2", "[[audio_as_voice]] sets the flag but stays in the text", d2_voice_tag_left, ("parse_reply",)),
+    "s3_embed_url_unchecked": Variant("S3", "a canvas embed's url= is stored without the URL policy: private and non-https URLs are rendered", s3_embed_url_unchecked, ("parse_reply",)),
     "d2_rejected_line_kept": Variant("D2", "a MEDIA: line whose target is rejected is counted but left in the text", d2_rejected_line_kept, ("parse_reply",)),
     "d3_dedupe_raw_string": Variant("D3", "media are deduplicated by their raw spelling, not after canonicalization", d3_dedupe_raw_string, REPLY),
     # B

@@ -144,6 +144,7 @@ CASES = {
     "d1_neutralize_inline": [text("see MEDIA:/etc/passwd")],
     "d2_voice_tag_left": [reply("hi [[audio_as_voice]]")],
     "d2_rejected_line_kept": [reply("hi\nMEDIA:http://example.org/a.png")],
+    "s3_embed_url_unchecked": [reply('see [embed url="https://10.0.0.1/admin" /]')],
     "d3_dedupe_raw_string": [reply("MEDIA:https://CDN.example.org/x.png\nMEDIA:https://cdn.example.org/./x.png")],
     "b1_crash_deep_nesting": [("coerce_tool_result", Raw('{"content":[%s]}' % deep(5000)))],
     "b1_redos_hang": [text(" " * 40 + "x")],

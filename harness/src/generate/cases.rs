@@ -307,7 +307,8 @@ pub fn reply_text() -> impl Strategy<Value = String> {
         corners::strategy(urls::target),
         // The corner table's first nine paths (the rest are drawn through `urls::target`).
         select(urls::LOCAL_PATHS[..9].to_vec()).prop_map(String::from),
-    ];
+    ]
+    .boxed();
     const MARKUP: [&str; 5] = [
         "[[audio_as_voice]]",
         "[[reply_to_current]]",
@@ -317,7 +318,9 @@ pub fn reply_text() -> impl Strategy<Value = String> {
     ];
     let piece = prop_oneof![
         3 => tricky_text(),
-        3 => (select(vec!["MEDIA:", "  MEDIA: ", "media:", "MEDIA:\t"]), target).prop_map(|(d, t)| format!("\n{d}{t}\n")),
+        3 => (select(vec!["MEDIA:", "  MEDIA: ", "media:", "MEDIA:\t"]), target.clone()).prop_map(|(d, t)| format!("\n{d}{t}\n")),
+        // A canvas embed is fetched too (S3).
+        1 => target.prop_map(|t| format!("[embed url=\"{t}\" /]")),
         1 => select(MARKUP.to_vec()).prop_map(String::from),
         // Markup cut in two around a tag, a shortcode or a media line: removing the inner one
         // joins the outer one (D2 removes that too).
