@@ -584,7 +584,11 @@ def faithful_skippable(ch):
     # Blanks, controls, format characters, punctuation and symbols (`- `, `> `, `* `, `·`, `Ⓜ`):
     # a Markdown list or quote marker, a bullet or an emoji that a renderer or a sanitizer may
     # drop. Not `[`, so a line already carrying MARKER is never matched again (idempotence, B2).
-    return ch != "[" and unicodedata.category(ch)[0] in "CZPS"
+    # Not a character this Python's Unicode does not know (Cn): a newer Unicode may make it a
+    # letter (U+1DF25 is one since 15.0; Python 3.11 has 14.0), and a line starting with a letter
+    # is no directive to the judge.
+    category = unicodedata.category(ch)
+    return ch != "[" and category[0] in "CZPS" and category != "Cn"
 
 
 FAITHFUL_WORD = re.compile(r"MEDIA\s*:")
