@@ -158,7 +158,9 @@ pub fn directive_word(c: &mut dyn Choices) -> String {
     match weighted(c, &[4, 3, 1, 1, 1]) {
         // A long run of one blank (indentation): a backtracking line pattern such as
         // `(\s+)+MEDIA:` takes exponential time on it when the word then fails to match (B1).
-        4 => word.push_str(&pick(c, &BLANKS).repeat(between(c, 24, 80))),
+        // 30 or more, so that such a pattern surely hangs (2^24 steps end in seconds, slowing a
+        // campaign without a finding).
+        4 => word.push_str(&pick(c, &BLANKS).repeat(between(c, 30, 96))),
         n => (0..n).for_each(|_| word.push_str(pick(c, &BLANKS))),
     }
     // ASCII in any case or every letter form, with or without hidden characters inside.
