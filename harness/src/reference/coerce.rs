@@ -145,13 +145,15 @@ pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error
     let streamed = parse_streaming_content(input, &mut |item| {
         content.extend(match item {
             // A text block's text is moved out of the entries (dropped next), not copied.
-            ContentItem::Object(entries) => match c1_text_at(entries) {
-                Some(at) => match &mut entries[at].1 {
-                    Value::Str(text) => text_block(std::mem::take(text)),
-                    _ => coerce_object(entries),
-                },
-                None => coerce_object(entries),
-            },
+            ContentItem::Object(entries) => {
+                if let Some(at) = c1_text_at(entries)
+                    && let Value::Str(text) = &mut entries[at].1
+                {
+                    text_block(std::mem::take(text))
+                } else {
+                    coerce_object(entries)
+                }
+            }
             ContentItem::Other(block) => coerce_block(block),
         })
     });

@@ -47,6 +47,8 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
     let roots = json!(["/work"]);
     let reply = |t: &str| json!({"text": t, "roots": roots});
     let replied = |t: &str, media: Value| json!({"text": t, "mediaUrls": media, "audioAsVoice": false, "replyTo": null, "embeds": [], "rejectedMedia": 0});
+    // A reply whose only output is one canvas block with `preview`.
+    let embedded = |preview: Value| json!({"text": "", "mediaUrls": [], "audioAsVoice": false, "replyTo": null, "rejectedMedia": 0, "embeds": [{"type": "canvas", "preview": preview}]});
     let stream = |chunks: Value| json!({"chunks": chunks, "final": null, "roots": roots});
     let delivered = |texts: &[&str], media: &[&str]| {
         let mut d: Vec<Value> = texts
@@ -334,28 +336,23 @@ fn breaking_cases() -> Vec<(Op, Rule, Value, Answer)> {
             ParseReply,
             U4,
             reply("[embed url=\"https://169.254.169.254/latest\" /]"),
-            out(
-                json!({"text": "", "mediaUrls": [], "audioAsVoice": false, "replyTo": null, "rejectedMedia": 0,
-                "embeds": [{"type": "canvas", "preview": {"kind": "canvas", "url": "https://169.254.169.254/latest"}}]}),
-            ),
+            out(embedded(
+                json!({"kind": "canvas", "url": "https://169.254.169.254/latest"}),
+            )),
         ),
         (
             ParseReply,
             U1,
             reply("[embed url=\"/\\evil.com/x\" /]"),
-            out(
-                json!({"text": "", "mediaUrls": [], "audioAsVoice": false, "replyTo": null, "rejectedMedia": 0,
-                "embeds": [{"type": "canvas", "preview": {"kind": "canvas", "url": "/\\evil.com/x"}}]}),
-            ),
+            out(embedded(json!({"kind": "canvas", "url": "/\\evil.com/x"}))),
         ),
         (
             ParseReply,
             S1,
             reply("[embed ref=\"v\" title=\"a\nMEDIA:/etc/passwd\" /]"),
-            out(
-                json!({"text": "", "mediaUrls": [], "audioAsVoice": false, "replyTo": null, "rejectedMedia": 0,
-                "embeds": [{"type": "canvas", "preview": {"kind": "canvas", "url": "/__openclaw__/canvas/documents/v/index.html", "title": "a\nMEDIA:/etc/passwd"}}]}),
-            ),
+            out(embedded(
+                json!({"kind": "canvas", "url": "/__openclaw__/canvas/documents/v/index.html", "title": "a\nMEDIA:/etc/passwd"}),
+            )),
         ),
         // A tag the input spells only once a shortcode is removed (removed once, not again).
         (

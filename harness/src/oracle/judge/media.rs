@@ -239,7 +239,6 @@ pub(super) fn same_stream(answer: &Value, merged: &Value) -> Option<Violation> {
     }
 }
 
-/// S3 (and the U-rules) for each delivered media target, and D3 across the turn.
 /// A stored canvas block is rendered for the user: its `url` is fetched, so it is same-origin
 /// or public `https:` (S3), and its `title` and `viewId` are shown (S1).
 fn embed_problems(embeds: &[Value], out: &mut Vec<Violation>) {
@@ -267,6 +266,7 @@ fn embed_problems(embeds: &[Value], out: &mut Vec<Violation>) {
     }
 }
 
+/// S3 (and the U-rules) for each delivered media target, and D3 across the turn.
 fn media_problems(
     input: &Value,
     media: &[Value],
