@@ -146,8 +146,13 @@ pub enum Answer {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Fault {
-    /// No answer within the per-request timeout.
-    Hang { timeout_ms: u64 },
+    /// No answer within `timeout_ms`: the full per-request time-out, or a calibrated one below
+    /// it (`full_ms`, the full one).
+    Hang {
+        timeout_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        full_ms: Option<u64>,
+    },
     /// The process exited.
     Crash { status: String, stderr: String },
     /// A line that is not JSON, or carries the wrong id or neither `output` nor `error`.

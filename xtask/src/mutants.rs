@@ -95,9 +95,8 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
             .env("NORMFUZZ_BIN", normfuzz)
             .args(["conform", "--sut", &sut, "--seed", "1", "--time"])
             .arg(seconds.to_string())
-            // The shim answers in milliseconds; a hang is only seen when a batch's last answer is
-            // in, so each hanging case of a batch costs one time-out. At the 5 s default two of
-            // them in the first batch took `b1_redos_hang` past its 10 s budget.
+            // A hang costs the wait calibrated on the shim's answers; only its confirmation, once
+            // per finding, waits this full time-out: `b1_redos_hang` is killed in about 5 s.
             .args(["--timeout-ms", "2500"])
             .arg("--report")
             .arg(&report)

@@ -59,9 +59,15 @@ pub struct ConformArgs {
     /// Also store each finding's minimal input under corpus/regressions/<op>/.
     #[arg(long)]
     save_regressions: bool,
-    /// Per-request timeout in milliseconds.
+    /// Per-request time-out in milliseconds: the ceiling. Below it the wait is calibrated on the
+    /// SUT's first answers (ten times their 99th percentile, at least 100 ms), and the first
+    /// wait of each op that runs out is sent again alone with this full time-out before it
+    /// counts as a hang (B1).
     #[arg(long, default_value_t = 5000)]
     timeout_ms: u64,
+    /// Wait the whole --timeout-ms for every answer (no calibration).
+    #[arg(long)]
+    fixed_timeout: bool,
     /// Longest answer line in bytes; a longer one is a protocol fault and the SUT is restarted.
     #[arg(long, value_name = "BYTES", default_value_t = 64 << 20,
           value_parser = clap::value_parser!(u64).range(1..))]
@@ -103,6 +109,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     let options = SutOptions {
         timeout: Duration::from_millis(args.timeout_ms),
         max_answer_bytes: usize::try_from(args.max_answer_bytes).unwrap_or(usize::MAX),
+        calibrate: !args.fixed_timeout,
     };
     let progress = Progress::default();
     let bar = indicatif::ProgressBar::new(campaign.cases.unwrap_or(0));
@@ -122,11 +129,22 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             let mut next_line = PLAIN_EVERY;
             while !done.load(Ordering::Relaxed) {
                 let cases = progress.cases.load(Ordering::Relaxed);
-                let message = format!(
+                let mut message = format!(
                     "{} failed, {} findings",
                     progress.failed.load(Ordering::Relaxed),
                     progress.findings.load(Ordering::Relaxed)
                 );
+                let faults = progress.faults();
+                if faults.restarts() > 0 {
+                    message.push_str(&format!(
+                        ", {} hangs ({:.1} s), {} crashes, {} garbled, {} restarts",
+                        faults.hangs,
+                        faults.hang_ms as f64 / 1000.0,
+                        faults.crashes,
+                        faults.garbled,
+                        faults.restarts()
+                    ));
+                }
                 if plain && started.elapsed() >= next_line {
                     let secs = started.elapsed().as_secs_f64();
                     eprintln!(

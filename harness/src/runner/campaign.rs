@@ -9,11 +9,13 @@
 //! While the jobs run, the calling thread samples the progress counters into a bounded time
 //! series (`Outcome::timeline`) for the report's throughput and coverage plots.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
+use std::ops::ControlFlow;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -22,15 +24,20 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
-use crate::protocol::{Answer, Op};
+use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
-use crate::runner::sut::Sut;
+use crate::runner::sut::{Sut, Wait};
 
 pub use super::shrink::{finding_id, replay};
 
 /// Cases sent to the SUT at once.
 const BATCH: usize = 128;
+/// The share of a job's time its SUT's hangs may cost before the cases of the ops that hung are
+/// left out of its next batches (until the share falls below it again): a hang already found
+/// does not eat the campaign, and the other ops keep most of their rate.
+const HANG_SHARE: f64 = 1.0 / 3.0;
 /// First interval between two progress samples; it doubles whenever the series is thinned.
 const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 /// Samples kept at most: a long campaign keeps every other sample and samples half as often.
@@ -107,8 +114,16 @@ pub struct Tally {
     pub passed: u64,
     pub failed: u64,
     pub divergent: u64,
+    /// Cases drawn but not sent: the op hung, and the SUT's hangs had used `HANG_SHARE` of the
+    /// job's time.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub left_out: u64,
     /// Gate failures and divergences per rule id.
     pub rules: BTreeMap<Rule, u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The campaign's state at one moment, for the report's plots.
@@ -141,6 +156,8 @@ pub struct Outcome {
     pub steady_job_ms: u64,
     pub per_op: BTreeMap<Op, Tally>,
     pub findings: Vec<Finding>,
+    /// The SUT's faults, shrinking included, and what its hangs cost.
+    pub faults: Faults,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
     pub timeline: Vec<Sample>,
 }
@@ -148,6 +165,11 @@ pub struct Outcome {
 impl Outcome {
     pub fn cases(&self) -> u64 {
         self.per_op.values().map(|t| t.cases).sum()
+    }
+
+    /// Cases drawn and not sent because their op hung (`Tally::left_out`).
+    pub fn left_out(&self) -> u64 {
+        self.per_op.values().map(|t| t.left_out).sum()
     }
 
     /// Cases that fail the gate (divergences count too under `strict`).
@@ -175,12 +197,84 @@ impl Outcome {
     }
 }
 
-/// Live counters for a progress display.
+/// Live counters for a progress display, each moved as the SUT answers (not when a batch ends).
 #[derive(Default)]
 pub struct Progress {
     pub cases: AtomicU64,
     pub failed: AtomicU64,
     pub findings: AtomicU64,
+    /// Faults seen (cases, companions and shrinking steps alike): each one restarts the SUT.
+    pub hangs: AtomicU64,
+    pub crashes: AtomicU64,
+    /// Garbled answers (`protocol` faults).
+    pub garbled: AtomicU64,
+    /// Time the waits that ran out cost, summed over jobs (the restarts after them not counted).
+    pub hang_ms: AtomicU64,
+    /// Cases first counted as hangs whose finding, sent again with the full time-out, was
+    /// answered: slow cases, withdrawn.
+    pub slow: AtomicU64,
+}
+
+impl Progress {
+    /// Counts a fault; true when `answer` is one.
+    pub(crate) fn fault(&self, answer: &Answer) -> bool {
+        let Answer::Fault(fault) = answer else {
+            return false;
+        };
+        match fault {
+            Fault::Hang { timeout_ms, .. } => {
+                self.hangs.fetch_add(1, Ordering::Relaxed);
+                self.hang_ms.fetch_add(*timeout_ms, Ordering::Relaxed);
+            }
+            Fault::Crash { .. } => {
+                self.crashes.fetch_add(1, Ordering::Relaxed);
+            }
+            Fault::Protocol { .. } => {
+                self.garbled.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        true
+    }
+
+    /// The faults so far, for the report.
+    pub fn faults(&self) -> Faults {
+        Faults {
+            hangs: self.hangs.load(Ordering::Relaxed),
+            hang_ms: self.hang_ms.load(Ordering::Relaxed),
+            crashes: self.crashes.load(Ordering::Relaxed),
+            garbled: self.garbled.load(Ordering::Relaxed),
+            slow: self.slow.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The SUT's faults over a campaign (each one cost a restart) and the time its hangs cost.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Faults {
+    pub hangs: u64,
+    pub hang_ms: u64,
+    pub crashes: u64,
+    pub garbled: u64,
+    /// Cases that ran out at a calibrated time-out but were answered with the full one.
+    #[serde(default)]
+    pub slow: u64,
+}
+
+impl Faults {
+    pub fn restarts(&self) -> u64 {
+        self.hangs + self.crashes + self.garbled
+    }
+}
+
+impl std::ops::AddAssign for Faults {
+    fn add_assign(&mut self, other: Faults) {
+        self.hangs += other.hangs;
+        self.hang_ms += other.hang_ms;
+        self.crashes += other.crashes;
+        self.garbled += other.garbled;
+        self.slow += other.slow;
+    }
 }
 
 struct Shared<'a> {
@@ -241,26 +335,40 @@ pub fn run<S: Sut>(
     // channel disconnects and the sampler stops at once instead of at its next tick.
     let (running, all_done) = std::sync::mpsc::channel::<std::convert::Infallible>();
     let mut timeline = std::thread::scope(|scope| -> Result<Vec<Sample>> {
-        let handles: Vec<_> = suts
-            .into_iter()
-            .enumerate()
-            .map(|(job, sut)| {
-                let shared = &shared;
-                let running = running.clone();
-                // Generated inputs are cloned, shrunk and dropped the ordinary, recursive way.
+        let mut handles = Vec::new();
+        for (job, sut) in suts.into_iter().enumerate() {
+            let shared = &shared;
+            let make_sut = &make_sut;
+            let (shrinks, requests) = std::sync::mpsc::channel();
+            let (slow, slow_ops) = std::sync::mpsc::channel();
+            // Generated inputs are cloned, shrunk and dropped the ordinary, recursive way.
+            let thread = |name: String| {
                 std::thread::Builder::new()
-                    .name(format!("campaign job {job}"))
+                    .name(name)
                     .stack_size(crate::generate::corners::nesting::JOB_STACK)
+            };
+            let running_job = running.clone();
+            handles.push(
+                thread(format!("campaign job {job}"))
                     .spawn_scoped(scope, move || {
-                        let _running = running;
+                        let _running = running_job;
                         let first = campaign.shard.index * campaign.jobs.max(1) as u64;
-                        let result = job_loop(shared, first + job as u64, sut);
+                        let result = job_loop(shared, first + job as u64, sut, &shrinks, &slow_ops);
                         shared.running.fetch_sub(1, Ordering::SeqCst);
                         result
                     })
-            })
-            .collect::<std::io::Result<Vec<_>>>()
-            .context("cannot start a campaign job")?;
+                    .context("cannot start a campaign job")?,
+            );
+            let running_shrinker = running.clone();
+            handles.push(
+                thread(format!("campaign shrinker {job}"))
+                    .spawn_scoped(scope, move || {
+                        let _running = running_shrinker;
+                        shrink_loop(shared, make_sut, &requests, &slow)
+                    })
+                    .context("cannot start a campaign shrinker")?,
+            );
+        }
         drop(running);
         let timeline = sample_until_done(&shared, started, &all_done);
         for handle in handles {
@@ -292,6 +400,7 @@ pub fn run<S: Sut>(
         steady_job_ms: shared.steady_job_us.into_inner() / 1000,
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
+        faults: progress.faults(),
         timeline,
     })
 }
@@ -388,27 +497,79 @@ fn rng_for(seed: u64, job: u64) -> TestRng {
     TestRng::from_seed(RngAlgorithm::ChaCha, &bytes)
 }
 
-fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
+/// A new finding for the job's shrinker: the case is drawn again there from the job's RNG as it
+/// was before the batch (a proptest value tree cannot leave its thread).
+struct ShrinkRequest {
+    key: (Op, Rule, String),
+    violation: Violation,
+    rng: TestRng,
+    /// The number of the batch's first case, and the case's place among the batch's draws.
+    first: u64,
+    index: usize,
+    /// The case hung: the shrinker confirms it with the full time-out first.
+    hang: bool,
+    /// The job's calibrated time-out for the op: the shrinker's own SUT has not measured it.
+    wait: Wait,
+}
+
+/// The ops a job runs, their strategies, and the proptest configuration its draws use.
+struct Draws {
+    ops: Vec<Op>,
+    strategies: HashMap<Op, proptest::strategy::BoxedStrategy<Value>>,
+    config: Config,
+}
+
+impl Draws {
+    fn new(campaign: &Campaign, offered: &[Op]) -> Self {
+        let ops: Vec<Op> = campaign
+            .ops
+            .iter()
+            .copied()
+            .filter(|op| offered.contains(op))
+            .collect();
+        let strategies = ops
+            .iter()
+            .map(|&op| (op, crate::generate::cases::op_input(op)))
+            .collect();
+        let config = Config {
+            max_shrink_iters: super::shrink::SHRINK_BUDGET as u32,
+            ..Config::default()
+        };
+        Self {
+            ops,
+            strategies,
+            config,
+        }
+    }
+
+    fn op(&self, n: u64) -> Op {
+        self.ops[(n % self.ops.len() as u64) as usize]
+    }
+
+    fn tree(&self, n: u64, runner: &mut TestRunner) -> Result<Box<dyn ValueTree<Value = Value>>> {
+        self.strategies[&self.op(n)]
+            .new_tree(runner)
+            .map_err(|e| anyhow::anyhow!("generator failed: {e}"))
+    }
+}
+
+fn job_loop<S: Sut>(
+    shared: &Shared<'_>,
+    job: u64,
+    mut sut: S,
+    shrinks: &Sender<ShrinkRequest>,
+    slow: &Receiver<Op>,
+) -> Result<()> {
     let campaign = shared.campaign;
-    let ops: Vec<Op> = campaign
-        .ops
-        .iter()
-        .copied()
-        .filter(|op| sut.ops().contains(op))
-        .collect();
-    if ops.is_empty() {
+    let draws = Draws::new(campaign, sut.ops());
+    if draws.ops.is_empty() {
         return Ok(());
     }
-    let strategies: HashMap<Op, _> = ops
-        .iter()
-        .map(|&op| (op, crate::generate::cases::op_input(op)))
-        .collect();
-    let config = Config {
-        max_shrink_iters: super::shrink::SHRINK_BUDGET as u32,
-        ..Config::default()
-    };
-    let mut runner = TestRunner::new_with_rng(config, rng_for(campaign.seed, job));
+    let mut runner = TestRunner::new_with_rng(draws.config.clone(), rng_for(campaign.seed, job));
     let mut reference = crate::runner::sut::ReferenceSut;
+    let job_started = Instant::now();
+    // The ops whose cases hung in this job.
+    let mut hung = HashSet::new();
     // Job `j` takes batches j, j + jobs, j + 2 jobs, ...: the cases a job draws depend only on
     // the seed and the job count (all shards' jobs), never on timing.
     let jobs = campaign.jobs.max(1) as u64 * campaign.shard.count.max(1);
@@ -424,97 +585,76 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
         {
             break;
         }
+        for op in slow.try_iter() {
+            sut.slow(op);
+        }
         let batch_started = Instant::now();
         let shrinks_before = (shared.shrinking.load(Ordering::SeqCst) == 0)
             .then(|| shared.shrinks_started.load(Ordering::SeqCst));
-        let mut trees = Vec::with_capacity(count);
+        let rng = runner.rng().clone();
+        let mut drawn = Vec::with_capacity(count);
         for n in first..first + count as u64 {
-            let op = ops[(n % ops.len() as u64) as usize];
-            let tree = strategies[&op]
-                .new_tree(&mut runner)
-                .map_err(|e| anyhow::anyhow!("generator failed: {e}"))?;
-            trees.push((op, tree));
+            drawn.push((draws.op(n), draws.tree(n, &mut runner)?.current()));
         }
-        let inputs: Vec<(Op, Value)> = trees.iter().map(|(op, t)| (*op, t.current())).collect();
-        let batch: Vec<(Op, &Value)> = inputs.iter().map(|(op, v)| (*op, v)).collect();
-        let answers = sut.call(&batch)?;
+        let sent = send(shared, &mut sut, &draws.ops, drawn, &mut hung, job_started)?;
+        let count = sent.len();
+        let batch: Vec<(Op, &Value)> = sent.iter().map(|c| (c.op, &c.input)).collect();
         let expected = reference.call(&batch)?;
-        let companions = companion_answers(&mut sut, &inputs)?;
-        let shapes: Vec<(Op, u64)> = batch
-            .iter()
-            .zip(&expected)
-            .map(|((op, _), answer)| (*op, answer_shape(answer)))
-            .collect();
+        let companions = companion_answers(&mut sut, &batch, shared)?;
         if let Ok(mut seen) = shared.shapes.lock() {
-            seen.extend(shapes);
+            seen.extend(
+                sent.iter()
+                    .zip(&expected)
+                    .map(|(c, answer)| (c.op, answer_shape(answer))),
+            );
         }
-        for (i, (((op, tree), (answer, expected)), (_, input))) in trees
-            .into_iter()
-            .zip(answers.iter().zip(&expected))
-            .zip(&inputs)
-            .enumerate()
-        {
-            let mut violations = judge(op, input, answer, expected);
+        for (i, (case, expected)) in sent.iter().zip(&expected).enumerate() {
+            let op = case.op;
+            let mut violations = judge(op, &case.input, &case.answer, expected);
             if let Some(other) = companions.get(&i) {
-                violations.extend(judge_companion(op, answer, other));
+                violations.extend(judge_companion(op, &case.answer, other));
             }
             record(shared, op, &violations);
-            if let Some(first_violation) = violations
+            let Some(violation) = violations
                 .iter()
                 .find(|v| v.gate || campaign.strict)
                 .or(violations.first())
-            {
-                let key = (op, first_violation.rule, first_violation.kind.clone());
-                let is_new = {
-                    let mut findings = shared
-                        .findings
-                        .lock()
-                        .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
-                    match findings.get_mut(&key) {
-                        Some(found) => {
-                            found.hits += 1;
-                            false
-                        }
-                        None => true,
-                    }
-                };
-                if is_new {
-                    let seen_ms = shared.started.elapsed().as_millis() as u64;
-                    let shrinking = Instant::now();
-                    shared.shrinks_started.fetch_add(1, Ordering::SeqCst);
-                    shared.shrinking.fetch_add(1, Ordering::SeqCst);
-                    let shrunk =
-                        super::shrink::shrink(&mut sut, op, tree, first_violation, campaign.seed);
-                    shared.shrinking.fetch_sub(1, Ordering::SeqCst);
-                    let mut finding = shrunk?;
-                    shared
-                        .shrink_us
-                        .fetch_add(shrinking.elapsed().as_micros() as u64, Ordering::Relaxed);
-                    finding.first_seen_ms = seen_ms;
-                    if finding.gate && campaign.stop_on_gate {
-                        shared.stop.store(true, Ordering::Relaxed);
-                    }
-                    let mut findings = shared
-                        .findings
-                        .lock()
-                        .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
-                    match findings.entry(key) {
-                        std::collections::hash_map::Entry::Vacant(slot) => {
-                            slot.insert(finding);
-                            shared.progress.findings.fetch_add(1, Ordering::Relaxed);
-                        }
-                        // Another job found and shrank it meanwhile: this case is one more hit.
-                        std::collections::hash_map::Entry::Occupied(mut found) => {
-                            found.get_mut().hits += 1;
-                        }
-                    }
+            else {
+                continue;
+            };
+            let key = (op, violation.rule, violation.kind.clone());
+            let mut findings = shared
+                .findings
+                .lock()
+                .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
+            match findings.entry(key.clone()) {
+                Entry::Occupied(mut found) => found.get_mut().hits += 1,
+                // Listed at once, as found; the shrinker makes it smaller meanwhile.
+                Entry::Vacant(slot) => {
+                    slot.insert(super::shrink::finding(
+                        op,
+                        violation.clone(),
+                        case.input.clone(),
+                        case.answer.clone(),
+                        expected.clone(),
+                        campaign.seed,
+                        shared.started.elapsed().as_millis() as u64,
+                    ));
+                    drop(findings);
+                    shared.progress.findings.fetch_add(1, Ordering::Relaxed);
+                    // A shrinker that is gone (it failed) is reported when it is joined.
+                    let _ = shrinks.send(ShrinkRequest {
+                        key,
+                        violation: violation.clone(),
+                        rng: rng.clone(),
+                        first,
+                        index: case.index,
+                        hang: matches!(case.answer, Answer::Fault(Fault::Hang { .. })),
+                        wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
+                    });
                 }
             }
         }
-        shared
-            .progress
-            .cases
-            .fetch_add(count as u64, Ordering::Relaxed);
         let all_running = shared.running.load(Ordering::SeqCst) == campaign.jobs.max(1) as u64;
         if all_running
             && shrinks_before.is_some_and(|n| n == shared.shrinks_started.load(Ordering::SeqCst))
@@ -531,9 +671,198 @@ fn job_loop<S: Sut>(shared: &Shared<'_>, job: u64, mut sut: S) -> Result<()> {
     Ok(())
 }
 
-/// The SUT's answers to the batch's metamorphic companions, by case index (one extra batch).
-fn companion_answers(sut: &mut impl Sut, inputs: &[(Op, Value)]) -> Result<HashMap<usize, Answer>> {
-    let pairs: Vec<(usize, Op, Value)> = inputs
+/// One case sent and answered: its place among the batch's draws, its op, input and answer.
+struct Sent {
+    index: usize,
+    op: Op,
+    input: Value,
+    answer: Answer,
+}
+
+/// Sends the drawn cases, counting each as its answer arrives; returns those answered (all of
+/// them unless the deadline passed). A hang breaks the call off: before the rest goes, the cases
+/// of ops that hung are left out while the SUT's hangs have cost more than `HANG_SHARE` of the
+/// job's time and some of `ops` has not hung (they were drawn all the same, so later batches'
+/// cases stay the same).
+fn send<S: Sut>(
+    shared: &Shared<'_>,
+    sut: &mut S,
+    ops: &[Op],
+    drawn: Vec<(Op, Value)>,
+    hung: &mut HashSet<Op>,
+    job_started: Instant,
+) -> Result<Vec<Sent>> {
+    let progress = shared.progress;
+    let mut sent = Vec::with_capacity(drawn.len());
+    let mut rest: Vec<(usize, Op, Value)> = drawn
+        .into_iter()
+        .enumerate()
+        .map(|(index, (op, input))| (index, op, input))
+        .collect();
+    let mut left_out = BTreeMap::<Op, u64>::new();
+    while !rest.is_empty() {
+        // Only while some op has not hung: when every op hangs, there is nothing else to run.
+        if ops.iter().any(|op| !hung.contains(op))
+            && !hung.is_empty()
+            && sut.hang_cost() > job_started.elapsed().mul_f64(HANG_SHARE)
+        {
+            rest.retain(|(_, op, _)| {
+                let hangs = hung.contains(op);
+                if hangs {
+                    *left_out.entry(*op).or_default() += 1;
+                }
+                !hangs
+            });
+        }
+        let batch: Vec<(Op, &Value)> = rest.iter().map(|(_, op, input)| (*op, input)).collect();
+        let answers = sut.call_until(&batch, shared.deadline, Wait::Calibrated, &mut |answer| {
+            progress.cases.fetch_add(1, Ordering::Relaxed);
+            progress.fault(answer);
+            if matches!(answer, Answer::Fault(Fault::Hang { .. })) {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })?;
+        let complete = answers.len() == batch.len();
+        let unsent = rest.split_off(answers.len());
+        for ((index, op, input), answer) in rest.into_iter().zip(answers) {
+            if matches!(answer, Answer::Fault(Fault::Hang { .. })) {
+                hung.insert(op);
+            }
+            sent.push(Sent {
+                index,
+                op,
+                input,
+                answer,
+            });
+        }
+        // Broken off at a hang, the rest goes next; at the deadline, it is dropped.
+        rest = unsent;
+        if !complete && shared.deadline.is_some_and(|d| Instant::now() >= d) {
+            break;
+        }
+    }
+    if !left_out.is_empty()
+        && let Ok(mut tallies) = shared.tallies.lock()
+    {
+        for (op, n) in left_out {
+            tallies.entry(op).or_default().left_out += n;
+        }
+    }
+    Ok(sent)
+}
+
+/// A job's shrinker: shrinks the job's new findings one after the other with a SUT of its own
+/// (made on the first), while the job goes on. A hang is confirmed with the full time-out
+/// first; one answered then was a slow case: its finding and verdicts are withdrawn and the job
+/// told to wait longer for the op. After the campaign's deadline a finding is left as found.
+fn shrink_loop<S: Sut>(
+    shared: &Shared<'_>,
+    make_sut: &(impl Fn() -> Result<S> + Sync),
+    requests: &Receiver<ShrinkRequest>,
+    slow: &Sender<Op>,
+) -> Result<()> {
+    let campaign = shared.campaign;
+    let mut sut: Option<S> = None;
+    let mut draws: Option<Draws> = None;
+    for request in requests {
+        if shared.deadline.is_some_and(|d| Instant::now() >= d) {
+            continue;
+        }
+        let sut = match &mut sut {
+            Some(sut) => sut,
+            None => sut.insert(make_sut()?),
+        };
+        let draws = draws.get_or_insert_with(|| Draws::new(campaign, sut.ops()));
+        let mut runner = TestRunner::new_with_rng(draws.config.clone(), request.rng);
+        let mut tree = draws.tree(request.first, &mut runner)?;
+        for n in request.first + 1..=request.first + request.index as u64 {
+            tree = draws.tree(n, &mut runner)?;
+        }
+        let op = request.key.0;
+        let shrinking = Instant::now();
+        shared.shrinks_started.fetch_add(1, Ordering::SeqCst);
+        shared.shrinking.fetch_add(1, Ordering::SeqCst);
+        let shrunk = super::shrink::shrink(
+            sut,
+            op,
+            tree,
+            &request.violation,
+            request.hang,
+            request.wait,
+            shared.deadline,
+            shared.progress,
+        );
+        shared.shrinking.fetch_sub(1, Ordering::SeqCst);
+        shared
+            .shrink_us
+            .fetch_add(shrinking.elapsed().as_micros() as u64, Ordering::Relaxed);
+        let mut findings = shared
+            .findings
+            .lock()
+            .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
+        let Some(found) = findings.get_mut(&request.key) else {
+            continue;
+        };
+        match shrunk? {
+            Shrunk::Smallest {
+                violation,
+                input,
+                sut,
+                reference,
+            } => {
+                found.detail = violation.detail;
+                found.input = input;
+                found.sut = sut;
+                found.reference = reference;
+            }
+            Shrunk::Flaky(why) => {
+                found.detail = format!("{} (not shrunk: {why})", found.detail);
+            }
+            Shrunk::Slow => {
+                let hits = found.hits;
+                findings.remove(&request.key);
+                drop(findings);
+                withdraw_hangs(shared, op, hits);
+                let _ = slow.send(op);
+                continue;
+            }
+        }
+        if found.gate && campaign.stop_on_gate {
+            shared.stop.store(true, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// `hits` cases of `op` counted as hangs were slow cases: they pass (a later answer is not
+/// judged; the SUT answered in time by the full time-out).
+fn withdraw_hangs(shared: &Shared<'_>, op: Op, hits: u64) {
+    shared.progress.findings.fetch_sub(1, Ordering::Relaxed);
+    shared.progress.failed.fetch_sub(hits, Ordering::Relaxed);
+    shared.progress.slow.fetch_add(hits, Ordering::Relaxed);
+    if let Ok(mut tallies) = shared.tallies.lock() {
+        let tally = tallies.entry(op).or_default();
+        tally.failed -= hits.min(tally.failed);
+        tally.passed += hits;
+        if let Some(n) = tally.rules.get_mut(&Rule::B1) {
+            *n -= hits.min(*n);
+            if *n == 0 {
+                tally.rules.remove(&Rule::B1);
+            }
+        }
+    }
+}
+
+/// The SUT's answers to the batch's metamorphic companions, by case index (one extra batch,
+/// cut at the campaign's deadline like the cases).
+fn companion_answers(
+    sut: &mut impl Sut,
+    batch: &[(Op, &Value)],
+    shared: &Shared<'_>,
+) -> Result<HashMap<usize, Answer>> {
+    let pairs: Vec<(usize, Op, Value)> = batch
         .iter()
         .enumerate()
         .filter_map(|(i, (op, input))| companion(*op, input).map(|c| (i, *op, c)))
@@ -542,7 +871,10 @@ fn companion_answers(sut: &mut impl Sut, inputs: &[(Op, Value)]) -> Result<HashM
         return Ok(HashMap::new());
     }
     let batch: Vec<(Op, &Value)> = pairs.iter().map(|(_, op, c)| (*op, c)).collect();
-    let answers = sut.call(&batch)?;
+    let answers = sut.call_until(&batch, shared.deadline, Wait::Calibrated, &mut |answer| {
+        shared.progress.fault(answer);
+        ControlFlow::Continue(())
+    })?;
     Ok(pairs.iter().map(|(i, ..)| *i).zip(answers).collect())
 }
 

@@ -171,9 +171,12 @@ impl Sut for EchoNeutralize {
         &Op::ALL
     }
 
-    fn call(
+    fn call_until(
         &mut self,
         batch: &[(Op, &serde_json::Value)],
+        _until: Option<std::time::Instant>,
+        _wait: normfuzz::runner::sut::Wait,
+        seen: &mut dyn FnMut(&normfuzz::protocol::Answer) -> std::ops::ControlFlow<()>,
     ) -> anyhow::Result<Vec<normfuzz::protocol::Answer>> {
         let mut answers = ReferenceSut.call(batch)?;
         for ((op, input), answer) in batch.iter().zip(&mut answers) {
@@ -187,6 +190,7 @@ impl Sut for EchoNeutralize {
                 }
                 _ => {}
             }
+            let _ = seen(answer);
         }
         Ok(answers)
     }

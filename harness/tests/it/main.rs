@@ -7,6 +7,7 @@ mod coerce_rules;
 mod conform_runs;
 mod corpus_replay;
 mod e2e_fake;
+mod hangs;
 mod html_report;
 mod judges;
 mod kill_safety;

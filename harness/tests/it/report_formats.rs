@@ -8,7 +8,7 @@ use std::path::Path;
 
 use normfuzz::protocol::{Answer, Op};
 use normfuzz::rule::Rule;
-use normfuzz::runner::campaign::{Finding, Outcome, Sample, Tally};
+use normfuzz::runner::campaign::{Faults, Finding, Outcome, Sample, Tally};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use serde_json::json;
 
@@ -48,6 +48,7 @@ fn outcome() -> Outcome {
         passed: cases - failed - divergent,
         failed,
         divergent,
+        left_out: 0,
         rules: rules.iter().copied().collect(),
     };
     let per_op = BTreeMap::from([
@@ -75,6 +76,13 @@ fn outcome() -> Outcome {
         steady_job_ms: 400,
         per_op,
         findings: vec![s1, divergence],
+        faults: Faults {
+            hangs: 3,
+            hang_ms: 1_500,
+            crashes: 1,
+            garbled: 0,
+            slow: 0,
+        },
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
     }
 }
@@ -262,9 +270,15 @@ fn index_holds_what_the_other_formats_show() {
     assert_eq!(index["shrinkMs"], 600);
     assert_eq!(index["casesPerSecond"], cases / 0.8);
     assert_eq!(index["steadyCasesPerSecond"], 600.0);
+    assert_eq!(index["faults"]["hangs"], 3);
+    assert_eq!(index["faults"]["hangMs"], 1_500);
     let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     assert!(
-        summary.contains("600 cases/s while no job shrank, 0.6 s of job time shrinking"),
+        summary.contains("600 cases/s while no job shrank, 0.6 s shrinking beside the jobs"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains("4 restarts (3 hangs costing 1.5 s of job time, 1 crashes"),
         "{summary}"
     );
     assert_eq!(

@@ -155,10 +155,19 @@ fn comparable(op: Op, output: &Value) -> Value {
 
 fn fault_violation(fault: &Fault) -> Violation {
     match fault {
-        Fault::Hang { timeout_ms } => gate(
+        Fault::Hang {
+            timeout_ms,
+            full_ms,
+        } => gate(
             Rule::B1,
             "no answer in time",
-            format!("no answer within {timeout_ms} ms"),
+            match full_ms {
+                Some(full) => format!(
+                    "no answer within {timeout_ms} ms (the calibrated time-out, below the full \
+                     {full} ms)"
+                ),
+                None => format!("no answer within {timeout_ms} ms"),
+            },
         ),
         Fault::Crash { status, stderr } => gate(
             Rule::B1,

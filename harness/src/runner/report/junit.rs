@@ -131,7 +131,10 @@ fn finding_body(f: &Finding, repro: &str) -> String {
 }
 
 fn shown_json(value: &impl Serialize) -> String {
-    let json = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("(not JSON: {e})"));
+    let json = super::pretty::to_vec(value).map_or_else(
+        |e| format!("(not JSON: {e})"),
+        |bytes| String::from_utf8_lossy(&bytes).into_owned(),
+    );
     crate::excerpt::bounded(&json, BODY_VALUE_MAX).into_owned()
 }
 

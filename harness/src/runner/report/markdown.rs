@@ -57,19 +57,39 @@ fn verdict(passed: bool) -> &'static str {
 }
 
 /// The campaign's rate; when it shrank anything, also its steady rate (no job shrinking) and the
-/// job time spent shrinking.
+/// job time spent shrinking; when the SUT faulted, its restarts and the job time its hangs cost.
 pub fn rates(outcome: &Outcome) -> String {
-    let overall = format!("{:.0} cases/s", outcome.rate());
-    if outcome.shrink_ms == 0 {
-        return overall;
+    let mut line = format!("{:.0} cases/s", outcome.rate());
+    if outcome.shrink_ms > 0 {
+        let steady = outcome.steady_rate().map_or_else(String::new, |r| {
+            format!("{r:.0} cases/s while no job shrank, ")
+        });
+        let _ = write!(
+            line,
+            "; {steady}{:.1} s shrinking beside the jobs",
+            outcome.shrink_ms as f64 / 1000.0
+        );
     }
-    let steady = outcome.steady_rate().map_or_else(String::new, |r| {
-        format!("{r:.0} cases/s while no job shrank, ")
-    });
-    format!(
-        "{overall}; {steady}{:.1} s of job time shrinking",
-        outcome.shrink_ms as f64 / 1000.0
-    )
+    let faults = &outcome.faults;
+    if faults.restarts() > 0 {
+        let _ = write!(
+            line,
+            "; {} restarts ({} hangs costing {:.1} s of job time, {} crashes, {} garbled answers)",
+            faults.restarts(),
+            faults.hangs,
+            faults.hang_ms as f64 / 1000.0,
+            faults.crashes,
+            faults.garbled
+        );
+    }
+    if outcome.left_out() > 0 {
+        let _ = write!(
+            line,
+            "; {} cases of ops that hung left out once hangs had cost a third of the time",
+            outcome.left_out()
+        );
+    }
+    line
 }
 
 pub fn campaign(campaign: &CampaignView<'_>) -> String {

@@ -67,6 +67,8 @@ pub fn read(dir: &Path) -> Result<Part> {
             .unwrap_or(0),
         per_op: serde_json::from_value(field("perOp")?.clone())?,
         findings,
+        faults: serde_json::from_value(index.get("faults").cloned().unwrap_or_default())
+            .unwrap_or_default(),
         timeline: serde_json::from_value(field("timeline")?.clone())?,
     };
     Ok(Part {
@@ -112,6 +114,7 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
         into.shrink_ms += from.shrink_ms;
         into.steady_cases += from.steady_cases;
         into.steady_job_ms += from.steady_job_ms;
+        into.faults += from.faults;
         for (op, tally) in from.per_op {
             add_tally(into.per_op.entry(op).or_default(), tally);
         }
@@ -147,6 +150,7 @@ fn add_tally(into: &mut Tally, from: Tally) {
     into.passed += from.passed;
     into.failed += from.failed;
     into.divergent += from.divergent;
+    into.left_out += from.left_out;
     for (rule, n) in from.rules {
         *into.rules.entry(rule).or_default() += n;
     }

@@ -32,6 +32,7 @@ mod junit;
 mod libfuzzer;
 mod markdown;
 mod matrix;
+mod pretty;
 mod publish;
 mod upstream;
 mod view;
@@ -56,7 +57,7 @@ pub use markdown::rates;
 use view::{CampaignView, finding_file};
 
 fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value)?;
+    let mut bytes = pretty::to_vec(value)?;
     bytes.push(b'\n');
     Ok(write_atomic(path, &bytes)?)
 }
@@ -187,6 +188,7 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "steadyCases": outcome.steady_cases,
         "steadyJobMs": outcome.steady_job_ms,
         "steadyCasesPerSecond": outcome.steady_rate().map(rounded),
+        "faults": outcome.faults,
         "cases": outcome.cases(),
         "failed": outcome.failed(campaign.strict),
         "perOp": outcome.per_op,

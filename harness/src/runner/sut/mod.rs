@@ -3,16 +3,21 @@
 //!
 //! The subprocess adapter (`process.rs`) pipelines: a writer thread feeds stdin while the
 //! caller reads stdout as bounded lines with a deadline per answer (`lines.rs`), so neither side
-//! can block the other and a hung SUT is noticed even while a write is stuck. After a hang,
+//! can block the other and a hung SUT is noticed even while a write is stuck. Each answer is
+//! handed to the caller as it arrives, and a batch stops at the caller's deadline. After a hang,
 //! crash or protocol fault the process group is killed and restarted, and the rest of the batch
-//! is sent again. Every request line is written by `protocol::write_request`.
+//! (not the faulty request) is sent again. How long an answer is waited for is calibrated on the
+//! SUT's first answers (`patience.rs`). Every request line is written by
+//! `protocol::write_request`.
 
 mod command;
 mod lines;
+mod patience;
 mod process;
 #[cfg(test)]
 mod tests;
 
+use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -20,6 +25,7 @@ use serde_json::Value;
 
 use crate::protocol::{Answer, Fault, Handshake, Op, parse_answer_line};
 use lines::Next;
+use patience::Patience;
 use process::Running;
 pub use process::{EXIT_GRACE, HANDSHAKE_TIMEOUT, STDERR_KEEP};
 
@@ -34,8 +40,49 @@ pub trait Sut: Send {
     fn name(&self) -> &str;
     /// The ops it offers (only these are tested).
     fn ops(&self) -> &[Op];
-    /// Answers `batch` in order; `Err` only when the harness itself cannot go on.
-    fn call(&mut self, batch: &[(Op, &Value)]) -> Result<Vec<Answer>>;
+    /// Answers a prefix of `batch` in order, telling `seen` of each answer as it arrives: the
+    /// whole batch, unless `until` passes first (a request still waited for then is dropped,
+    /// neither answered nor a fault) or `seen` breaks after an answer. Each answer is waited
+    /// for as long as `wait` says. `Err` only when the harness itself cannot go on.
+    fn call_until(
+        &mut self,
+        batch: &[(Op, &Value)],
+        until: Option<Instant>,
+        wait: Wait,
+        seen: &mut dyn FnMut(&Answer) -> ControlFlow<()>,
+    ) -> Result<Vec<Answer>>;
+
+    /// Answers the whole of `batch` in order.
+    fn call(&mut self, batch: &[(Op, &Value)]) -> Result<Vec<Answer>> {
+        self.call_until(batch, None, Wait::Calibrated, &mut |_| {
+            ControlFlow::Continue(())
+        })
+    }
+
+    /// `op`'s calibrated time-out, once the SUT's answers set one below the full one.
+    fn calibrated(&self, _op: Op) -> Option<Duration> {
+        None
+    }
+
+    /// A case of `op` that ran out at the calibrated time-out was answered with the full one:
+    /// wait longer for `op`.
+    fn slow(&mut self, _op: Op) {}
+
+    /// Time lost to hangs so far: the waits that ran out and the restarts after them.
+    fn hang_cost(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+/// How long each answer of a call is waited for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// The SUT's calibrated time-out for the op (the full one until calibrated).
+    Calibrated,
+    /// The full time-out (`--timeout-ms`): what confirms a hang.
+    Full,
+    /// This long, or the full time-out if that is shorter.
+    At(Duration),
 }
 
 impl Sut for Box<dyn Sut> {
@@ -47,8 +94,26 @@ impl Sut for Box<dyn Sut> {
         (**self).ops()
     }
 
-    fn call(&mut self, batch: &[(Op, &Value)]) -> Result<Vec<Answer>> {
-        (**self).call(batch)
+    fn call_until(
+        &mut self,
+        batch: &[(Op, &Value)],
+        until: Option<Instant>,
+        wait: Wait,
+        seen: &mut dyn FnMut(&Answer) -> ControlFlow<()>,
+    ) -> Result<Vec<Answer>> {
+        (**self).call_until(batch, until, wait, seen)
+    }
+
+    fn calibrated(&self, op: Op) -> Option<Duration> {
+        (**self).calibrated(op)
+    }
+
+    fn slow(&mut self, op: Op) {
+        (**self).slow(op);
+    }
+
+    fn hang_cost(&self) -> Duration {
+        (**self).hang_cost()
     }
 }
 
@@ -64,24 +129,42 @@ impl Sut for ReferenceSut {
         &Op::ALL
     }
 
-    fn call(&mut self, batch: &[(Op, &Value)]) -> Result<Vec<Answer>> {
-        Ok(batch
-            .iter()
-            .map(|(op, input)| match crate::reference::call(*op, input) {
+    /// In process and never hung: the whole batch (unless `seen` breaks), whatever `until`
+    /// and `wait` say.
+    fn call_until(
+        &mut self,
+        batch: &[(Op, &Value)],
+        _until: Option<Instant>,
+        _wait: Wait,
+        seen: &mut dyn FnMut(&Answer) -> ControlFlow<()>,
+    ) -> Result<Vec<Answer>> {
+        let mut answers = Vec::with_capacity(batch.len());
+        for (op, input) in batch {
+            let answer = match crate::reference::call(*op, input) {
                 Ok(output) => Answer::Output(output),
                 Err(message) => Answer::Refused(message),
-            })
-            .collect())
+            };
+            let flow = seen(&answer);
+            answers.push(answer);
+            if flow.is_break() {
+                break;
+            }
+        }
+        Ok(answers)
     }
 }
 
 /// How an external SUT is driven.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SutOptions {
-    /// Time each answer has, counted from the previous answer (or from sending the batch).
+    /// Time each answer has at most, counted from the previous answer (or from sending the
+    /// batch): the ceiling of the calibrated time-out, and the wait that confirms a hang.
     pub timeout: Duration,
     /// Longest answer line, newline excluded: a longer one is a `protocol` fault (oversized).
     pub max_answer_bytes: usize,
+    /// Calibrate the wait on the SUT's first answers (`patience.rs`); without it every answer
+    /// has the whole `timeout`.
+    pub calibrate: bool,
 }
 
 impl Default for SutOptions {
@@ -89,6 +172,7 @@ impl Default for SutOptions {
         Self {
             timeout: DEFAULT_REQUEST_TIMEOUT,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            calibrate: true,
         }
     }
 }
@@ -98,8 +182,9 @@ impl Default for SutOptions {
 /// Faults are answers: a hang (no answer in time), a crash (stdout ended, or the process exited
 /// while something else holds its stdout) or a protocol fault (a line that is not UTF-8 JSON,
 /// the wrong id, an oversized line) kills the whole process group, and the rest of the batch
-/// goes to a new process. Memory stays bounded whatever the SUT writes: one answer line of at
-/// most `max_answer_bytes` plus a pipe chunk, and the last 64 KiB of stderr.
+/// goes to a new process. Memory stays bounded
+/// whatever the SUT writes: one answer line of at most `max_answer_bytes` plus a pipe chunk, and
+/// the last 64 KiB of stderr.
 pub struct ProcessSut {
     argv: Vec<String>,
     options: SutOptions,
@@ -107,8 +192,24 @@ pub struct ProcessSut {
     ops: Vec<Op>,
     running: Option<Running>,
     next_id: u64,
+    patience: Patience,
     /// How often the process was restarted after a fault.
     pub restarts: u64,
+    /// Time lost to hangs: the waits that ran out and the restarts after them.
+    hang_cost: Duration,
+    /// The process was killed for a hang: its restart is a hang's cost too.
+    after_hang: bool,
+}
+
+/// How one attempt at (the rest of) a batch ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Attempt {
+    /// Every request answered.
+    Done,
+    /// A fault (the last answer) ended it; the process is gone.
+    Fault,
+    /// The caller's deadline passed, or the caller broke off; the process is gone.
+    Stopped,
 }
 
 impl ProcessSut {
@@ -144,7 +245,10 @@ impl ProcessSut {
             ops,
             running: Some(running),
             next_id: 0,
+            patience: Patience::new(options.timeout, options.calibrate),
             restarts: 0,
+            hang_cost: Duration::ZERO,
+            after_hang: false,
         })
     }
 
@@ -155,66 +259,118 @@ impl ProcessSut {
 
     fn running(&mut self) -> Result<&mut Running> {
         if self.running.is_none() {
+            let started = Instant::now();
             let (running, _) = Running::spawn(&self.argv, self.options.max_answer_bytes)
                 .context("restarting the SUT")?;
             self.running = Some(running);
             self.restarts += 1;
+            if std::mem::take(&mut self.after_hang) {
+                self.hang_cost += started.elapsed();
+            }
         }
         self.running
             .as_mut()
             .ok_or_else(|| anyhow!("SUT not running"))
     }
 
-    /// Sends `batch`, reads answers until a fault; returns the answers so far (the last one may
-    /// be the fault, after which the process group is killed).
-    fn attempt(&mut self, batch: &[(Op, &Value)]) -> Result<Vec<Answer>> {
+    /// Sends `batch` and pushes its answers to `answers` until a fault, the end of the batch,
+    /// `until` or a break from `seen`. After a fault, at `until` or at a break with requests
+    /// outstanding the process group is killed: no late answer reaches the next request (the
+    /// next process has pipes of its own), no grandchild keeps a pipe.
+    fn attempt(
+        &mut self,
+        batch: &[(Op, &Value)],
+        until: Option<Instant>,
+        wait: Wait,
+        answers: &mut Vec<Answer>,
+        seen: &mut dyn FnMut(&Answer) -> ControlFlow<()>,
+    ) -> Result<Attempt> {
         let first_id = self.next_id;
         self.next_id += batch.len() as u64;
-        let SutOptions {
-            timeout,
-            max_answer_bytes,
-        } = self.options;
-        let running = self.running()?;
+        let max_answer_bytes = self.options.max_answer_bytes;
+        let ceiling = self.options.timeout;
         let mut payload = Vec::new();
         for (i, (op, input)) in batch.iter().enumerate() {
             crate::protocol::write_request(&mut payload, first_id + i as u64, *op, input);
         }
-        running.send(payload);
-        let mut answers = Vec::with_capacity(batch.len());
-        for i in 0..batch.len() as u64 {
-            let answer = match running.next_line(Instant::now() + timeout) {
-                Ok(Next::Line(line)) => parse_answer_line(line, first_id + i),
-                Ok(Next::TimedOut) => Answer::Fault(Fault::Hang {
-                    timeout_ms: timeout.as_millis() as u64,
-                }),
-                Ok(Next::Oversized(head)) => Answer::Fault(Fault::Protocol {
-                    line: format!(
-                        "{}{}",
-                        String::from_utf8_lossy(&head),
-                        crate::excerpt::CUT_MARKER
-                    ),
-                    problem: format!(
-                        "oversized answer: no newline within {max_answer_bytes} bytes"
-                    ),
-                }),
-                Ok(Next::Ended { partial }) => Answer::Fault(running.crash(&partial, false)),
-                Ok(Next::Exited) => Answer::Fault(running.crash(&[], true)),
-                Err(e) => Answer::Fault(Fault::Crash {
-                    status: format!("stdout unreadable: {e}"),
-                    stderr: running.stderr_tail(),
-                }),
+        self.running()?.send(payload);
+        for (i, &(op, _)) in batch.iter().enumerate() {
+            let wait = match wait {
+                Wait::Calibrated => self.patience.wait(op),
+                Wait::Full => ceiling,
+                Wait::At(wait) => wait.min(ceiling),
+            };
+            let started = Instant::now();
+            let give_up = started + wait;
+            let deadline = until.map_or(give_up, |u| u.min(give_up));
+            let running = self.running()?;
+            let answer = match next_answer(running, deadline, first_id + i as u64, max_answer_bytes)
+            {
+                Some(answer) => {
+                    if !matches!(answer, Answer::Fault(_)) {
+                        self.patience.answered(op, started.elapsed());
+                    }
+                    answer
+                }
+                None if deadline < give_up => {
+                    self.running = None;
+                    return Ok(Attempt::Stopped);
+                }
+                None => {
+                    self.hang_cost += wait;
+                    self.after_hang = true;
+                    Answer::Fault(Fault::Hang {
+                        timeout_ms: millis(wait),
+                        full_ms: (wait < ceiling).then(|| millis(ceiling)),
+                    })
+                }
             };
             let fault = matches!(answer, Answer::Fault(_));
+            let flow = seen(&answer);
             answers.push(answer);
-            if fault {
-                // The whole group: no grandchild keeps a pipe, and no late answer reaches the
-                // next request (the next process has pipes of its own).
+            if fault || (flow.is_break() && i + 1 < batch.len()) {
                 self.running = None;
-                break;
+            }
+            if flow.is_break() {
+                return Ok(Attempt::Stopped);
+            }
+            if fault {
+                return Ok(Attempt::Fault);
             }
         }
-        Ok(answers)
+        Ok(Attempt::Done)
     }
+}
+
+/// The answer to request `id` (a fault among them), or `None` when `deadline` passed first.
+fn next_answer(
+    running: &mut Running,
+    deadline: Instant,
+    id: u64,
+    max_answer_bytes: usize,
+) -> Option<Answer> {
+    Some(match running.next_line(deadline) {
+        Ok(Next::Line(line)) => parse_answer_line(line, id),
+        Ok(Next::TimedOut) => return None,
+        Ok(Next::Oversized(head)) => Answer::Fault(Fault::Protocol {
+            line: format!(
+                "{}{}",
+                String::from_utf8_lossy(&head),
+                crate::excerpt::CUT_MARKER
+            ),
+            problem: format!("oversized answer: no newline within {max_answer_bytes} bytes"),
+        }),
+        Ok(Next::Ended { partial }) => Answer::Fault(running.crash(&partial, false)),
+        Ok(Next::Exited) => Answer::Fault(running.crash(&[], true)),
+        Err(e) => Answer::Fault(Fault::Crash {
+            status: format!("stdout unreadable: {e}"),
+            stderr: running.stderr_tail(),
+        }),
+    })
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl Sut for ProcessSut {
@@ -226,13 +382,33 @@ impl Sut for ProcessSut {
         &self.ops
     }
 
-    fn call(&mut self, batch: &[(Op, &Value)]) -> Result<Vec<Answer>> {
+    fn call_until(
+        &mut self,
+        batch: &[(Op, &Value)],
+        until: Option<Instant>,
+        wait: Wait,
+        seen: &mut dyn FnMut(&Answer) -> ControlFlow<()>,
+    ) -> Result<Vec<Answer>> {
         let mut answers = Vec::with_capacity(batch.len());
-        while answers.len() < batch.len() {
+        while answers.len() < batch.len() && until.is_none_or(|u| Instant::now() < u) {
             let done = answers.len();
-            answers.extend(self.attempt(&batch[done..])?);
+            if self.attempt(&batch[done..], until, wait, &mut answers, seen)? == Attempt::Stopped {
+                break;
+            }
         }
         Ok(answers)
+    }
+
+    fn calibrated(&self, op: Op) -> Option<Duration> {
+        self.patience.calibrated(op)
+    }
+
+    fn slow(&mut self, op: Op) {
+        self.patience.slow(op);
+    }
+
+    fn hang_cost(&self) -> Duration {
+        self.hang_cost
     }
 }
 

@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use std::ops::ControlFlow;
+
 use super::*;
 
 fn suts() -> PathBuf {
@@ -29,9 +31,11 @@ fn require(tool: &str) -> &str {
     }
 }
 
+/// A fixed time-out: these tests are about faults, not about calibrating the wait.
 fn options(timeout_ms: u64) -> SutOptions {
     SutOptions {
         timeout: Duration::from_millis(timeout_ms),
+        calibrate: false,
         ..SutOptions::default()
     }
 }
@@ -261,7 +265,7 @@ fn a_sut_ignoring_sigterm_is_killed_on_hang_and_on_close() {
     );
     let first = std::fs::read_to_string(&pid_file).expect("pid");
     match fault_then_run_goes_on(&mut sut) {
-        Fault::Hang { timeout_ms } => assert_eq!(timeout_ms, 300),
+        Fault::Hang { timeout_ms, .. } => assert_eq!(timeout_ms, 300),
         other => panic!("{other:?}"),
     }
     assert!(gone(&first), "the hung process survived");
@@ -281,7 +285,7 @@ fn a_sut_ignoring_sigterm_is_killed_on_hang_and_on_close() {
 fn a_late_answer_is_never_taken_for_the_next() {
     let mut sut = fault_sut("late_answer.py", &[], options(300));
     match fault_then_run_goes_on(&mut sut) {
-        Fault::Hang { timeout_ms } => assert_eq!(timeout_ms, 300),
+        Fault::Hang { timeout_ms, .. } => assert_eq!(timeout_ms, 300),
         other => panic!("{other:?}"),
     }
     // Long after the late answer was written (by the killed process), still the right answers.
@@ -297,6 +301,7 @@ fn an_oversized_answer_is_a_protocol_fault_with_its_first_bytes() {
         SutOptions {
             timeout: Duration::from_secs(20),
             max_answer_bytes: 1 << 20,
+            ..SutOptions::default()
         },
     );
     match fault_then_run_goes_on(&mut sut) {
@@ -389,6 +394,7 @@ fn flood_probe() {
         SutOptions {
             timeout: Duration::from_secs(60),
             max_answer_bytes: 8 << 20,
+            ..SutOptions::default()
         },
     );
     let fault = fault_then_run_goes_on(&mut sut);
@@ -418,4 +424,147 @@ fn peak_rss_kib() -> u64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM in /proc/self/status")
+}
+
+/// The wait calibrated on the SUT's answers, under a `ceiling_ms` ceiling.
+fn calibrated(ceiling_ms: u64) -> SutOptions {
+    SutOptions {
+        timeout: Duration::from_millis(ceiling_ms),
+        ..SutOptions::default()
+    }
+}
+
+fn inputs(texts: &[&str]) -> Vec<Value> {
+    texts.iter().map(|t| json!({ "text": t })).collect()
+}
+
+#[test]
+fn a_hang_costs_the_calibrated_time_out_once_the_sut_has_answered() {
+    let mut sut = fault_sut("hang.py", &[], calibrated(20_000));
+    let t = Instant::now();
+    let answers = call(&mut sut, &["a", "b", "c", "FAULT", "d"]);
+    // Not the 20 s ceiling: three fast answers set the wait to its floor.
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    let waited = match &answers[3] {
+        Answer::Fault(Fault::Hang {
+            timeout_ms,
+            full_ms: Some(20_000),
+        }) => *timeout_ms,
+        other => panic!("{other:?}"),
+    };
+    assert!((100..1_000).contains(&waited), "{waited}");
+    assert_eq!(answers[4], echo("d"));
+    assert_eq!(sut.restarts, 1);
+    assert!(sut.hang_cost() >= Duration::from_millis(waited));
+    assert!(sut.calibrated(Op::NeutralizeText).is_some());
+}
+
+#[test]
+fn a_full_wait_confirms_a_hang_with_the_whole_time_out() {
+    let mut sut = fault_sut("hang.py", &[], calibrated(1_500));
+    call(&mut sut, &["a", "b"]);
+    let input = inputs(&["FAULT"]);
+    let t = Instant::now();
+    let answers = sut
+        .call_until(
+            &[(Op::NeutralizeText, &input[0])],
+            None,
+            Wait::Full,
+            &mut |_| ControlFlow::Continue(()),
+        )
+        .expect("the harness goes on");
+    assert!(
+        t.elapsed() >= Duration::from_millis(1_500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(
+        answers,
+        [Answer::Fault(Fault::Hang {
+            timeout_ms: 1_500,
+            full_ms: None
+        })]
+    );
+}
+
+#[test]
+fn a_slow_op_waits_twice_as_long() {
+    let mut sut = fault_sut("hang.py", &[], calibrated(20_000));
+    call(&mut sut, &["a"]);
+    let before = sut.calibrated(Op::NeutralizeText).expect("calibrated");
+    sut.slow(Op::NeutralizeText);
+    assert_eq!(sut.calibrated(Op::NeutralizeText), Some(before * 2));
+}
+
+#[test]
+fn the_deadline_cuts_a_batch_and_drops_the_request_waited_for() {
+    let mut sut = fault_sut("hang.py", &[], options(20_000));
+    let inputs = inputs(&["a", "FAULT", "b"]);
+    let batch: Vec<(Op, &Value)> = inputs.iter().map(|i| (Op::NeutralizeText, i)).collect();
+    let t = Instant::now();
+    let mut seen = 0;
+    let answers = sut
+        .call_until(
+            &batch,
+            Some(t + Duration::from_millis(500)),
+            Wait::Calibrated,
+            &mut |_| {
+                seen += 1;
+                ControlFlow::Continue(())
+            },
+        )
+        .expect("the harness goes on");
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert_eq!(
+        answers,
+        [echo("a")],
+        "the hanging request is neither answered nor a fault"
+    );
+    assert_eq!(seen, 1);
+    assert_eq!(call(&mut sut, &["next"]), [echo("next")]);
+}
+
+#[test]
+fn a_break_stops_the_batch_after_that_answer() {
+    let mut sut = fault_sut("hang.py", &[], options(5_000));
+    let inputs = inputs(&["a", "b", "c"]);
+    let batch: Vec<(Op, &Value)> = inputs.iter().map(|i| (Op::NeutralizeText, i)).collect();
+    let answers = sut
+        .call_until(&batch, None, Wait::Calibrated, &mut |answer| {
+            if *answer == echo("b") {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })
+        .expect("the harness goes on");
+    assert_eq!(answers, [echo("a"), echo("b")]);
+    assert_eq!(call(&mut sut, &["c"]), [echo("c")]);
+}
+
+#[test]
+fn a_sut_that_stops_reading_its_stdin_is_a_hang_and_the_run_goes_on() {
+    let mut sut = fault_sut("stop_reading.py", &[], options(500));
+    // Megabyte texts: the harness's writes block once the pipe is full.
+    let big = "x".repeat(1 << 20);
+    let t = Instant::now();
+    let answers = call(&mut sut, &["first", &big, &big, &big]);
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
+    assert_eq!(answers[0], echo("first"));
+    assert!(
+        matches!(
+            answers[1],
+            Answer::Fault(Fault::Hang {
+                timeout_ms: 500,
+                ..
+            })
+        ),
+        "{:?}",
+        answers[1]
+    );
+    // Each restarted process answers its first request, then stops reading again.
+    assert_eq!(answers[2], echo(&big));
+    assert!(matches!(answers[3], Answer::Fault(Fault::Hang { .. })));
+    // The second hang's process is replaced when the next request comes.
+    assert_eq!(sut.restarts, 1);
 }

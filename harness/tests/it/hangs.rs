@@ -1,0 +1,145 @@
+//! A hanging SUT never stalls a campaign: the fault catalogue's hang proxy (the reference behind
+//! a Python shim that stops answering on some cases) against `--time`. Each campaign must end
+//! by its deadline (plus cleanup), report a B1 hang, and give the ops that never hang at least
+//! half the cases the same SUT gets without the hang.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use normfuzz::protocol::Op;
+use normfuzz::rule::Rule;
+use normfuzz::runner::campaign::{Campaign, Outcome, Progress, Shard, run};
+use normfuzz::runner::sut::{ProcessSut, SutOptions};
+
+const TIME: Duration = Duration::from_secs(6);
+/// The full time-out: a hang is confirmed once with it.
+const CEILING: Duration = Duration::from_secs(2);
+/// The ops whose inputs never hold U+0000.
+const NEVER_NUL: [Op; 3] = [
+    Op::CheckMediaUrl,
+    Op::ResolveRetryImages,
+    Op::SanitizeToolNames,
+];
+
+fn hang_proxy(mode: &str) -> (Outcome, Duration) {
+    let argv: Vec<String> = [
+        "python3",
+        "-B",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/suts/hang_proxy.py"),
+        env!("CARGO_BIN_EXE_normfuzz"),
+        mode,
+    ]
+    .map(String::from)
+    .into();
+    let campaign = Campaign {
+        ops: Op::ALL.to_vec(),
+        cases: None,
+        time: Some(TIME),
+        seed: 7,
+        jobs: 1,
+        strict: false,
+        stop_on_gate: false,
+        shard: Shard::WHOLE,
+    };
+    let options = SutOptions {
+        timeout: CEILING,
+        ..SutOptions::default()
+    };
+    let started = Instant::now();
+    let outcome = run(
+        &campaign,
+        || ProcessSut::start_with(argv.clone(), options),
+        &Progress::default(),
+    )
+    .expect("the campaign runs");
+    (outcome, started.elapsed())
+}
+
+fn hangs_found(outcome: &Outcome) -> Vec<Op> {
+    outcome
+        .findings
+        .iter()
+        .filter(|f| f.rule == Rule::B1 && f.kind == "no answer in time" && f.gate)
+        .map(|f| f.op)
+        .collect()
+}
+
+fn cases(outcome: &Outcome) -> BTreeMap<Op, u64> {
+    outcome
+        .per_op
+        .iter()
+        .map(|(op, t)| (*op, t.cases))
+        .collect()
+}
+
+/// Ends by the deadline, whatever the SUT does: a request still waited for then is dropped.
+fn assert_on_time(mode: &str, elapsed: Duration) {
+    assert!(
+        elapsed < TIME + Duration::from_secs(2),
+        "{mode}: {elapsed:?}"
+    );
+}
+
+#[test]
+fn a_sut_hanging_on_nul_costs_its_ops_not_the_others() {
+    let (clean, _) = hang_proxy("none");
+    assert!(hangs_found(&clean).is_empty());
+    let (outcome, elapsed) = hang_proxy("nul");
+    assert_on_time("nul", elapsed);
+    let hung = hangs_found(&outcome);
+    assert!(hung.contains(&Op::NeutralizeText), "{hung:?}");
+    let shrunk = outcome
+        .findings
+        .iter()
+        .find(|f| f.op == Op::NeutralizeText && f.rule == Rule::B1)
+        .expect("the hang's finding");
+    assert!(
+        shrunk.input.to_string().contains("\\u0000") && shrunk.input.to_string().len() < 200,
+        "{}",
+        shrunk.input
+    );
+    let (with, without) = (cases(&outcome), cases(&clean));
+    for op in NEVER_NUL {
+        assert!(
+            with[&op] * 2 >= without[&op],
+            "{op}: {} cases with the hang, {} without",
+            with[&op],
+            without[&op]
+        );
+    }
+    let faults = outcome.faults;
+    assert!(faults.hangs >= 1 && faults.hang_ms >= CEILING.as_millis() as u64);
+    assert!(
+        outcome.left_out() > 0,
+        "later cases of the ops that hung were left out"
+    );
+}
+
+#[test]
+fn a_sut_hanging_on_a_fraction_of_cases_ends_on_time() {
+    for mode in ["fraction:0.01", "fraction:0.3"] {
+        let (outcome, elapsed) = hang_proxy(mode);
+        assert_on_time(mode, elapsed);
+        assert!(
+            !hangs_found(&outcome).is_empty(),
+            "{mode}: no hang reported"
+        );
+        assert!(outcome.cases() > 0, "{mode}");
+    }
+}
+
+#[test]
+fn a_sut_hanging_on_every_case_of_one_op_leaves_the_others_their_rate() {
+    let (outcome, elapsed) = hang_proxy("op:parse_reply");
+    assert_on_time("op", elapsed);
+    assert_eq!(hangs_found(&outcome), [Op::ParseReply]);
+    let cases = cases(&outcome);
+    for op in Op::ALL.into_iter().filter(|op| *op != Op::ParseReply) {
+        assert!(
+            cases[&op] > 50 * cases[&Op::ParseReply],
+            "{op}: {} against parse_reply's {}",
+            cases[&op],
+            cases[&Op::ParseReply]
+        );
+    }
+}
