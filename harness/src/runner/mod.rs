@@ -4,6 +4,7 @@
 
 pub mod campaign;
 pub mod e2e;
+pub mod impact;
 pub mod report;
 pub mod shrink;
 pub mod sut;

@@ -27,6 +27,37 @@ pub struct Known {
     #[serde(default = "default_op")]
     pub op: String,
     pub rule: String,
+    pub class: Class,
+    pub cause: String,
+    pub reason: String,
+}
+
+/// A baseline entry's impact class, read in the runtime's code (the harness derives the same
+/// from a run's evidence: `harness/src/runner/impact.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    Bug,
+    Hardening,
+    Spec,
+}
+
+impl Class {
+    fn as_str(self) -> &'static str {
+        match self {
+            Class::Bug => "bug",
+            Class::Hardening => "hardening",
+            Class::Spec => "spec",
+        }
+    }
+}
+
+/// One baseline entry as the table prints it: `rule` names the case for an e2e entry.
+#[derive(Debug, Clone)]
+pub struct Reason {
+    pub rule: String,
+    pub class: Class,
+    pub cause: String,
     pub reason: String,
 }
 
@@ -101,8 +132,8 @@ pub struct Row {
     pub divergent: u64,
     /// (rule id, cell), in the report's rule order.
     pub cells: Vec<(String, Cell)>,
-    /// The baseline's (rule, reason) pairs, printed under the table.
-    pub reasons: Vec<(String, String)>,
+    /// The baseline's entries, printed under the table.
+    pub reasons: Vec<Reason>,
     /// Why the runtime could not be run (install or campaign failure).
     pub error: Option<String>,
 }
@@ -173,7 +204,12 @@ impl Row {
             reasons: baseline
                 .known
                 .iter()
-                .map(|k| (k.rule.clone(), k.reason.clone()))
+                .map(|k| Reason {
+                    rule: k.rule.clone(),
+                    class: k.class,
+                    cause: k.cause.clone(),
+                    reason: k.reason.clone(),
+                })
                 .collect(),
             error: None,
         }
@@ -242,7 +278,12 @@ impl Row {
             reasons: baseline
                 .known
                 .into_iter()
-                .map(|k| (format!("{} ({})", k.rule, k.case), k.reason))
+                .map(|k| Reason {
+                    rule: format!("{} ({})", k.rule, k.case),
+                    class: k.class,
+                    cause: k.cause,
+                    reason: k.reason,
+                })
                 .collect(),
             error: errors.first().map(|first| {
                 format!(
@@ -329,6 +370,8 @@ struct E2eBaseline {
 struct E2eKnown {
     case: String,
     rule: String,
+    class: Class,
+    cause: String,
     reason: String,
 }
 
@@ -412,12 +455,97 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
     if rows.iter().any(|r| !r.reasons.is_empty()) {
         out.push_str("\n## Known findings, verified in the runtime's code\n\n");
         for row in rows {
-            for (rule, reason) in &row.reasons {
-                out.push_str(&format!("- {} {rule}: {reason}\n", row.label));
+            for r in &row.reasons {
+                out.push_str(&format!(
+                    "- {} {} [{}, `{}`]: {}\n",
+                    row.label,
+                    r.rule,
+                    r.class.as_str(),
+                    r.cause,
+                    r.reason
+                ));
             }
         }
     }
+    let mut page = distinct_bugs(rows);
+    page.push_str(&out);
+    page
+}
+
+/// Per runtime (its unit and e2e rows together), its distinct bugs: each cause once, with the
+/// rules and levels it breaks and the harm (the first sentence of its first entry's reason);
+/// then how many entries are hardening or spec. What the matrix page leads with.
+pub fn distinct_bugs(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "# Distinct bugs per runtime\n\nEach baseline entry carries its impact class and root \
+         cause, read in the runtime's code: **bug** (a harm the runtime's own users suffer), \
+         hardening (the rule's premise is missing there, the input breaks the MCP schema and is \
+         refused whole, or a later layer refuses it), spec (the same information in another \
+         form). One cause may break several rules.\n",
+    );
+    let mut packages: Vec<&str> = rows.iter().map(|r| r.package.as_str()).collect();
+    packages.dedup();
+    for package in packages {
+        let entries: Vec<(&Row, &Reason)> = rows
+            .iter()
+            .filter(|r| r.package == package)
+            .flat_map(|row| row.reasons.iter().map(move |r| (row, r)))
+            .collect();
+        if entries.is_empty() {
+            continue;
+        }
+        let mut causes: Vec<&str> = Vec::new();
+        for (_, r) in entries.iter().filter(|(_, r)| r.class == Class::Bug) {
+            if !causes.contains(&r.cause.as_str()) {
+                causes.push(&r.cause);
+            }
+        }
+        let count = |class| entries.iter().filter(|(_, r)| r.class == class).count();
+        out.push_str(&format!(
+            "\n## {package}: {} bugs ({} entries), {} hardening, {} spec\n\n",
+            causes.len(),
+            count(Class::Bug),
+            count(Class::Hardening),
+            count(Class::Spec)
+        ));
+        for cause in causes {
+            let of_cause: Vec<&(&Row, &Reason)> = entries
+                .iter()
+                .filter(|(_, r)| r.class == Class::Bug && r.cause == cause)
+                .collect();
+            let mut rules: Vec<String> = of_cause
+                .iter()
+                .map(|(row, r)| {
+                    let level = if row.label.ends_with("(e2e)") {
+                        "e2e "
+                    } else {
+                        ""
+                    };
+                    format!("{level}{}", r.rule.split(' ').next().unwrap_or(&r.rule))
+                })
+                .collect();
+            rules.dedup();
+            let harm = first_sentence(&of_cause[0].1.reason);
+            out.push_str(&format!("- `{cause}` ({}): {harm}\n", rules.join(", ")));
+        }
+    }
+    out.push('\n');
     out
+}
+
+/// Up to the first sentence's end (or 240 characters), on a character boundary.
+fn first_sentence(text: &str) -> String {
+    let end = text.find(". ").map_or(text.len(), |i| i + 1);
+    let end = (0..=end.min(240))
+        .rev()
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let cut = &text[..end];
+    if end < text.len() && !cut.ends_with('.') {
+        format!("{cut}…")
+    } else {
+        cut.to_string()
+    }
 }
 
 fn cell_markdown(cell: Option<&Cell>) -> String {
@@ -468,6 +596,9 @@ pub fn to_json(rows: &[Row], date: &str, command: &str) -> Value {
                 "hits": c.hits,
                 "findings": c.findings,
             }))).collect::<serde_json::Map<_, _>>(),
+            "known": row.reasons.iter().map(|r| json!({
+                "rule": r.rule, "class": r.class.as_str(), "cause": r.cause, "reason": r.reason,
+            })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     })
 }
@@ -522,7 +653,8 @@ mod tests {
     #[test]
     fn cells_are_judged_against_the_baseline() {
         let baseline = Baseline::parse(
-            "[[known]]\nrule = \"S2\"\nreason = \"r\"\n\n[[known]]\nrule = \"F1\"\nreason = \"r\"\n",
+            "[[known]]\nrule = \"S2\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n\n\
+             [[known]]\nrule = \"F1\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n",
         )
         .unwrap();
         let row = Row::from_index(&runtime(), &index(), &baseline, "demo-1.2.3");
@@ -546,7 +678,8 @@ mod tests {
         );
 
         let all_known = Baseline::parse(
-            "[[known]]\nrule = \"S1\"\nreason = \"r\"\n[[known]]\nrule = \"S2\"\nreason = \"r\"\n",
+            "[[known]]\nrule = \"S1\"\nclass = \"hardening\"\ncause = \"c\"\nreason = \"r\"\n\
+             [[known]]\nrule = \"S2\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n",
         )
         .unwrap();
         assert!(Row::from_index(&runtime(), &index(), &all_known, "x").green());
@@ -607,15 +740,29 @@ mod tests {
     fn markdown_and_json_link_every_finding() {
         let row = Row::from_index(&runtime(), &index(), &Baseline::default(), "demo-1.2.3");
         let failed = Row::failed(&runtime(), "npm install failed\nmore");
-        let known =
-            Baseline::parse("[[known]]\nrule = \"F1\"\nreason = \"drops images\"\n").unwrap();
+        let known = Baseline::parse(
+            "[[known]]\nrule = \"F1\"\nclass = \"bug\"\ncause = \"convert-drops-images\"\n\
+             reason = \"drops images. More detail\"\n[[known]]\nrule = \"F2\"\nclass = \"bug\"\n\
+             cause = \"convert-drops-images\"\nreason = \"r\"\n[[known]]\nrule = \"S1\"\n\
+             class = \"hardening\"\ncause = \"convert-keeps-text\"\nreason = \"r\"\n",
+        )
+        .unwrap();
         let with_reason = Row::from_index(&runtime(), &index(), &known, "demo-1.2.3");
         let md = markdown(
             &[row, failed, with_reason],
             "2026-11-24",
             "cargo xtask matrix --cases 5",
         );
-        assert!(md.contains("- demo@1.2.3 F1: drops images\n"));
+        assert!(md.contains(
+            "- demo@1.2.3 F1 [bug, `convert-drops-images`]: drops images. More detail\n"
+        ));
+        // The page leads with the distinct bugs: one cause, two rules, its harm.
+        assert!(md.starts_with("# Distinct bugs per runtime"), "{md}");
+        assert!(md.contains("## demo-pkg@1.2.3: 1 bugs (2 entries), 1 hardening, 0 spec\n"));
+        assert!(
+            md.contains("- `convert-drops-images` (F1, F2): drops images.\n"),
+            "{md}"
+        );
         assert!(md.contains("Made on 2026-11-24 by `cargo xtask matrix --cases 5`"));
         assert!(md.contains(
             "| runtime | cases | cases/s | steady cases/s | divergent | S1 | S2 | F1 | R1 |"

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use serde::Deserialize;
 
 use super::checks::Layer;
+use crate::runner::impact::Class;
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -26,6 +27,10 @@ pub struct Known {
     /// Where the finding shows: a payload-only finding (the channel refuses what the API still
     /// returns) stays listed as defence in depth, with `delivery` saying what the channel did.
     pub layer: Layer,
+    /// The impact class read in the runtime's code (`runner::impact`).
+    pub class: Class,
+    /// The root cause: the runtime's function and behaviour, shared by its consequences.
+    pub cause: String,
     pub reason: String,
     /// For a payload or model finding: what reached the user through a channel (`--via channel`).
     #[serde(default)]
@@ -71,8 +76,10 @@ mod tests {
     #[test]
     fn known_new_and_stale() {
         let baseline: Baseline = toml::from_str(
-            "[[known]]\ncase = \"a\"\nrule = \"F5\"\nlayer = \"model\"\nreason = \"r\"\n\
-             [[known]]\ncase = \"b\"\nrule = \"S3\"\nlayer = \"payload\"\nreason = \"r\"\ndelivery = \"refused\"\n",
+            "[[known]]\ncase = \"a\"\nrule = \"F5\"\nlayer = \"model\"\nclass = \"bug\"\n\
+             cause = \"c\"\nreason = \"r\"\n\
+             [[known]]\ncase = \"b\"\nrule = \"S3\"\nlayer = \"payload\"\nclass = \"hardening\"\n\
+             cause = \"d\"\nreason = \"r\"\ndelivery = \"refused\"\n",
         )
         .unwrap();
         assert!(baseline.is_known("a", "F5", Layer::Model));
