@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
 use normfuzz::runner::campaign::{Campaign, Progress, Shard};
+use normfuzz::runner::impact::{Class, Profile};
 use normfuzz::runner::sut::SutOptions;
 use normfuzz::runner::upstream::RuntimeId;
 
@@ -50,6 +51,17 @@ pub struct ConformArgs {
     /// Count divergences from the reference as failures.
     #[arg(long)]
     strict: bool,
+    /// The SUT's runtime profile (`profile.toml`: whether it acts on MEDIA: directives, replays
+    /// its history, its folders and documented time-outs), from which each finding's impact
+    /// class is derived. Without it, the reference's contract: directives acted on, no
+    /// time-out.
+    #[arg(long, value_name = "FILE")]
+    profile: Option<PathBuf>,
+    /// Impact classes whose gate findings fail the run (comma-separated: bug, hardening,
+    /// spec). A spec finding is a divergence: it fails only under --strict.
+    #[arg(long, value_delimiter = ',', default_value = "bug,hardening",
+          value_parser = |s: &str| Class::parse(s).map_err(|e| e.to_string()))]
+    fail_on: Vec<Class>,
     /// Stop at the first gate failure (after shrinking it): how `cargo xtask mutants` times a kill.
     #[arg(long)]
     stop_on_gate: bool,
@@ -105,6 +117,10 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         strict: args.strict,
         stop_on_gate: args.stop_on_gate,
         shard: args.shard.unwrap_or(Shard::WHOLE),
+    };
+    let profile = match &args.profile {
+        Some(path) => Profile::load(path)?,
+        None => Profile::reference_contract(),
     };
     let options = SutOptions {
         timeout: Duration::from_millis(args.timeout_ms),
@@ -165,6 +181,9 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         outcome
     })?;
     bar.finish_and_clear();
+    let mut outcome = outcome;
+    outcome.classify(&profile);
+    outcome.fail_on = args.fail_on.clone();
     if outcome.cases() == 0 && campaign.cases != Some(0) {
         anyhow::bail!(
             "no case ran: the SUT `{}` offers none of the requested ops",
@@ -198,9 +217,10 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     }
     let failed = outcome.failed(campaign.strict);
     let cases = outcome.cases();
+    let passes = outcome.passes(campaign.strict);
     eprintln!(
         "{} against {}: {cases} cases in {:.1} s ({}), {} findings; report in {}",
-        if failed == 0 { "pass" } else { "FAIL" },
+        if passes { "pass" } else { "FAIL" },
         outcome.sut,
         outcome.elapsed_ms as f64 / 1000.0,
         normfuzz::runner::report::rates(&outcome),
@@ -213,8 +233,12 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         .filter(|f| f.gate || campaign.strict)
     {
         let path = dir.join("findings").join(format!("{}.json", finding.id));
+        let class = finding
+            .impact
+            .as_ref()
+            .map_or(String::new(), |i| format!(" ({}: {})", i.class, i.why));
         eprintln!(
-            "  {} [{}] {}\n    {}",
+            "  {} [{}] {}{class}\n    {}",
             finding.id,
             finding.rule,
             finding.kind,
@@ -222,7 +246,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         );
     }
     println!("{} passed, {failed} failed", cases - failed);
-    Ok(ExitCode::from(u8::from(failed > 0)))
+    Ok(ExitCode::from(u8::from(!passes)))
 }
 
 fn op_names() -> String {

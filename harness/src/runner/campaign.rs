@@ -24,6 +24,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
 use crate::protocol::{Answer, Fault, Op};
@@ -31,6 +32,10 @@ use crate::rule::Rule;
 use crate::runner::sut::{Sut, Wait};
 
 pub use super::shrink::{finding_id, replay};
+
+/// The classes that fail a campaign unless `--fail-on` says otherwise: a spec finding is a
+/// divergence, never a gate failure.
+pub const DEFAULT_FAIL_ON: [Class; 2] = [Class::Bug, Class::Hardening];
 
 /// Cases sent to the SUT at once.
 const BATCH: usize = 128;
@@ -105,6 +110,10 @@ pub struct Finding {
     pub seed: u64,
     /// Milliseconds from the campaign's start to the first case that hit it.
     pub first_seen_ms: u64,
+    /// What it means to the runtime, derived from its evidence and the SUT's profile
+    /// (`Outcome::classify`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impact: Option<Impact>,
 }
 
 /// Counts per op and rule, for the report's matrix.
@@ -158,6 +167,8 @@ pub struct Outcome {
     pub findings: Vec<Finding>,
     /// The SUT's faults, shrinking included, and what its hangs cost.
     pub faults: Faults,
+    /// The impact classes whose gate findings fail the campaign (`--fail-on`).
+    pub fail_on: Vec<Class>,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
     pub timeline: Vec<Sample>,
 }
@@ -178,6 +189,28 @@ impl Outcome {
             .values()
             .map(|t| t.failed + if strict { t.divergent } else { 0 })
             .sum()
+    }
+
+    /// Whether the campaign passes: no gate finding of a class in `fail_on` (a finding not
+    /// classed fails), and under `strict` no divergence either.
+    pub fn passes(&self, strict: bool) -> bool {
+        !self.findings.iter().any(|f| {
+            if f.gate {
+                f.impact
+                    .as_ref()
+                    .is_none_or(|i| self.fail_on.contains(&i.class))
+            } else {
+                strict
+            }
+        })
+    }
+
+    /// Classes every finding by its evidence and `profile`.
+    pub fn classify(&mut self, profile: &Profile) {
+        for f in &mut self.findings {
+            let evidence = Evidence::of_case(f.op, &f.input, &f.sut);
+            f.impact = Some(derive(f.rule, &evidence, profile));
+        }
     }
 
     /// Cases per second over the whole run, shrinking included.
@@ -401,6 +434,7 @@ pub fn run<S: Sut>(
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
         faults: progress.faults(),
+        fail_on: DEFAULT_FAIL_ON.to_vec(),
         timeline,
     })
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::oracle::judge::judged_rules;
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
+use crate::runner::impact::{Evidence, Impact, Profile, derive, schema};
 
 /// A runtime of the matrix at one version, as a campaign report records it
 /// (`normfuzz conform --runtime NAME@VERSION`).
@@ -272,6 +273,15 @@ pub struct Upstream {
     /// From a campaign (shrunk input, the runtime's answer) or an e2e run (the case's input as
     /// generated, the judge's evidence from the provider request).
     pub end_to_end: bool,
+    /// What the run saw beyond the rule, for the finding's impact class.
+    pub evidence: Evidence,
+}
+
+impl Upstream {
+    /// The finding's impact class in a runtime with `profile`.
+    pub fn impact(&self, profile: &Profile) -> Impact {
+        derive(self.rule, &self.evidence, profile)
+    }
 }
 
 /// Reads a finding file of a campaign report (`findings/<id>.json`) or of an e2e report
@@ -311,12 +321,13 @@ fn from_campaign(path: &Path, finding: &Value, index: &Value, rule: Rule) -> Res
             path.display()
         )
     })?;
-    let answer = |side: &str| -> Result<Value> {
-        let answer: Answer = serde_json::from_value(finding[side].clone())
-            .with_context(|| format!("{}: no `{side}` answer", path.display()))?;
-        Ok(answer_value(&answer))
+    let answer = |side: &str| -> Result<Answer> {
+        serde_json::from_value(finding[side].clone())
+            .with_context(|| format!("{}: no `{side}` answer", path.display()))
     };
+    let sut = answer("sut")?;
     Ok(Upstream {
+        evidence: Evidence::of_case(Op::CoerceToolResult, &finding["input"], &sut),
         runtime,
         rule,
         seen: format!(
@@ -325,8 +336,8 @@ fn from_campaign(path: &Path, finding: &Value, index: &Value, rule: Rule) -> Res
             finding["detail"].as_str().unwrap_or_default()
         ),
         input: finding["input"].clone(),
-        got: answer("sut")?,
-        expected: answer("reference")?,
+        got: answer_value(&sut),
+        expected: answer_value(&answer("reference")?),
         end_to_end: false,
     })
 }
@@ -354,6 +365,10 @@ fn from_e2e(path: &Path, finding: &Value, index: &Value, rule: Rule) -> Result<U
         Err(err) => serde_json::json!({ "refused": err }),
     };
     Ok(Upstream {
+        evidence: Evidence {
+            schema_invalid: Some(!schema::is_valid(&input)),
+            ..Evidence::default()
+        },
         runtime,
         rule,
         seen: finding["reason"].as_str().unwrap_or_default().to_string(),

@@ -28,6 +28,7 @@ fn outcome() -> Outcome {
         reference: Answer::Output(json!({"text": "ok\n[neutralized] MEDIA:/etc/passwd"})),
         seed: 1,
         first_seen_ms: 0,
+        impact: None,
     };
     let divergence = Finding {
         id: "check_media_url-divergence-1a2b3c4d".into(),
@@ -42,6 +43,7 @@ fn outcome() -> Outcome {
         reference: Answer::Output(json!({"allowed": false, "reason": "invalid_host"})),
         seed: 1,
         first_seen_ms: 0,
+        impact: None,
     };
     let tally = |cases, failed, divergent, rules: &[(Rule, u64)]| Tally {
         cases,
@@ -83,6 +85,7 @@ fn outcome() -> Outcome {
             garbled: 0,
             slow: 0,
         },
+        fail_on: normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
     }
 }
@@ -303,4 +306,43 @@ fn index_holds_what_the_other_formats_show() {
             .join("findings/neutralize_text-S1-09c4fe0f.json")
             .is_file()
     );
+}
+
+/// `--fail-on` decides which impact classes fail the gate: a hardening-only S1 passes a gate on
+/// bugs (its JUnit case passes and names the class), fails the default one, and a finding that
+/// was not classed fails either way; a divergence fails only under strict.
+#[test]
+fn fail_on_chooses_the_classes_that_fail_the_gate() {
+    use normfuzz::runner::impact::{Class, Impact};
+    let mut outcome = outcome();
+    outcome.findings[0].impact = Some(Impact {
+        class: Class::Hardening,
+        why: "no MEDIA: convention".into(),
+    });
+    assert!(!outcome.passes(false), "hardening fails the default gate");
+    outcome.fail_on = vec![Class::Bug];
+    assert!(outcome.passes(false));
+    assert!(!outcome.passes(true), "strict: the divergence fails");
+    let dir = tempfile::tempdir().unwrap();
+    normfuzz::runner::report::write(dir.path(), &outcome, "sut", false, None, None).unwrap();
+    let index: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("index.json")).unwrap()).unwrap();
+    assert_eq!(index["verdict"], "pass");
+    assert_eq!(index["failOn"], json!(["bug"]));
+    assert_eq!(index["findings"][0]["class"], "hardening");
+    let report = junit(dir.path());
+    let s1 = case(&report, "neutralize_text", "neutralize_text/S1");
+    assert_eq!(failure_type(s1), None);
+    assert!(
+        s1.properties
+            .iter()
+            .any(|p| p.name.as_str() == "impact" && p.value.as_str() == "hardening")
+    );
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("(gate failure, hardening: no MEDIA: convention, 40 hits)"),
+        "{summary}"
+    );
+    outcome.findings[0].impact = None;
+    assert!(!outcome.passes(false), "an unclassed gate finding fails");
 }

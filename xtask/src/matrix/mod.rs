@@ -302,7 +302,10 @@ fn run_one(
         .arg("conform")
         .args(["--sut", &sut])
         // Recorded in the report, where `normfuzz upstream` finds the runtime's repro template.
-        .args(["--runtime", &runtime.label()]);
+        .args(["--runtime", &runtime.label()])
+        // Each finding's impact class is derived with the runtime's own conventions.
+        .arg("--profile")
+        .arg(dir.join("profile.toml"));
     // 0: no gate failure, 1: some (judged against the baseline), 2: the run itself failed.
     run_into_report(command, options.cases, options, report)
 }

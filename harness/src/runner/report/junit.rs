@@ -59,6 +59,9 @@ pub fn campaign(campaign: &CampaignView<'_>) -> Result<String> {
                 case.add_property(Property::new("verdict", "divergence"));
                 case.set_system_out(divergence_note(campaign, cell));
             }
+            for class in classes(cell) {
+                case.add_property(Property::new("impact", class.as_str()));
+            }
             suite.add_test_case(case);
         }
         report.add_test_suite(suite);
@@ -67,8 +70,16 @@ pub fn campaign(campaign: &CampaignView<'_>) -> Result<String> {
 }
 
 fn status(campaign: &CampaignView<'_>, rule: Rule, cell: &Cell<'_>) -> TestCaseStatus {
+    let fail_on = &campaign.outcome.fail_on;
     let failing = match cell.state {
-        State::Fail => true,
+        // Only findings of a class `--fail-on` names (or not classed) fail the cell.
+        State::Fail => {
+            cell.findings.is_empty()
+                || cell
+                    .findings
+                    .iter()
+                    .any(|f| f.impact.as_ref().is_none_or(|i| fail_on.contains(&i.class)))
+        }
         State::Divergence => campaign.strict,
         State::Pass | State::NotApplicable => false,
     };
@@ -84,7 +95,11 @@ fn status(campaign: &CampaignView<'_>, rule: Rule, cell: &Cell<'_>) -> TestCaseS
             cell.hits, cell.cases
         ),
         [first, rest @ ..] => {
-            let mut message = format!("{}: {}", first.kind, first.detail.replace('\n', "⏎"));
+            let class = first
+                .impact
+                .as_ref()
+                .map_or(String::new(), |i| format!("[{}] ", i.class));
+            let mut message = format!("{class}{}: {}", first.kind, first.detail.replace('\n', "⏎"));
             message = crate::excerpt::bounded(&message, MESSAGE_MAX).into_owned();
             if !rest.is_empty() {
                 message.push_str(&format!(" (and {} more kinds)", rest.len()));
@@ -97,6 +112,18 @@ fn status(campaign: &CampaignView<'_>, rule: Rule, cell: &Cell<'_>) -> TestCaseS
         status.set_description(findings_body(campaign, cell));
     }
     status
+}
+
+/// The impact classes of a cell's findings, each once.
+fn classes(cell: &Cell<'_>) -> Vec<crate::runner::impact::Class> {
+    let mut classes: Vec<_> = cell
+        .findings
+        .iter()
+        .filter_map(|f| f.impact.as_ref().map(|i| i.class))
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes
 }
 
 fn divergence_note(campaign: &CampaignView<'_>, cell: &Cell<'_>) -> String {

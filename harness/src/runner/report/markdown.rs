@@ -137,7 +137,11 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
         let _ = writeln!(md, "\n## Findings\n");
     }
     for f in &outcome.findings {
-        let class = if f.gate { "gate failure" } else { "divergence" };
+        let verdict = if f.gate { "gate failure" } else { "divergence" };
+        let class = match &f.impact {
+            Some(impact) => format!("{verdict}, {}: {}", impact.class, impact.why),
+            None => verdict.to_string(),
+        };
         let input = crate::excerpt::bounded(&f.input.to_string(), INPUT_MAX).into_owned();
         let _ = writeln!(
             md,

@@ -69,6 +69,10 @@ pub fn read(dir: &Path) -> Result<Part> {
         findings,
         faults: serde_json::from_value(index.get("faults").cloned().unwrap_or_default())
             .unwrap_or_default(),
+        fail_on: match index.get("failOn") {
+            Some(classes) => serde_json::from_value(classes.clone())?,
+            None => crate::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
+        },
         timeline: serde_json::from_value(field("timeline")?.clone())?,
     };
     Ok(Part {

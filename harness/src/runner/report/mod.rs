@@ -189,6 +189,7 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "steadyJobMs": outcome.steady_job_ms,
         "steadyCasesPerSecond": outcome.steady_rate().map(rounded),
         "faults": outcome.faults,
+        "failOn": outcome.fail_on,
         "cases": outcome.cases(),
         "failed": outcome.failed(campaign.strict),
         "perOp": outcome.per_op,
@@ -196,6 +197,7 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "timeline": outcome.timeline,
         "findings": outcome.findings.iter().map(|f| serde_json::json!({
             "id": f.id, "op": f.op, "rule": f.rule, "gate": f.gate, "kind": f.kind, "hits": f.hits,
+            "class": f.impact.as_ref().map(|i| i.class), "why": f.impact.as_ref().map(|i| &i.why),
             "firstSeenMs": f.first_seen_ms, "file": finding_file(f), "repro": campaign.repro(f),
         })).collect::<Vec<_>>(),
         "files": {"junit": "junit.xml", "summary": "summary.md", "html": "report.html"},

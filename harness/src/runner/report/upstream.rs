@@ -6,11 +6,19 @@
 use std::fmt::Write as _;
 
 use super::markdown::{code, fenced};
+use crate::runner::impact::{Class, Impact};
 use crate::runner::upstream::{Repro, RuntimeFile, Upstream, ascii_json};
 
-/// The Markdown report: title, the rule in plain words (`Rule::summary`), the minimal input,
-/// what the model got, what it should get, and the repro with its install line.
-pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repro) -> String {
+/// The Markdown report: title, the harm first (the finding's impact: what the runtime's users
+/// suffer, or its class when drafted though it is not a bug), the rule in plain words
+/// (`Rule::summary`), the minimal input, what the model got, what it should get, and the repro
+/// with its install line.
+pub fn upstream_markdown(
+    finding: &Upstream,
+    impact: &Impact,
+    runtime: &RuntimeFile,
+    repro: &Repro,
+) -> String {
     let rule = finding.rule;
     let mut md = String::new();
     let _ = writeln!(
@@ -20,6 +28,14 @@ pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repr
         runtime.version,
         rule.summary()
     );
+    let _ = match impact.class {
+        Class::Bug => writeln!(md, "**Harm**: {}.\n", capitalized(&impact.why)),
+        class => writeln!(
+            md,
+            "**Impact class: {class}**, not a bug of this runtime (drafted on request): {}.\n",
+            impact.why
+        ),
+    };
     let packages: Vec<String> = runtime.packages().iter().map(|p| code(p)).collect();
     let _ = writeln!(
         md,
@@ -68,4 +84,12 @@ pub fn upstream_markdown(finding: &Upstream, runtime: &RuntimeFile, repro: &Repr
         fenced(repro.language, repro.script.trim_end()),
     );
     md
+}
+
+/// `text` with its first letter upper-cased.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }

@@ -130,7 +130,7 @@ impl<'a> CampaignView<'a> {
     }
 
     pub(super) fn passed(&self) -> bool {
-        self.outcome.failed(self.strict) == 0
+        self.outcome.passes(self.strict)
     }
 
     pub(super) fn repro(&self, finding: &Finding) -> &str {
