@@ -633,9 +633,42 @@ def faithful_refuses(url):
     return None
 
 
+# A placeholder faithful writes as JSON (Python's json.dumps: every non-ASCII character
+# escaped) when it is short: the same information in another form, which the C judges accept.
+FAITHFUL_JSON_MAX = 2048
+
+
+def _faithful_placeholder(block):
+    """The JSON placeholder of a resource link or an audio block, or None."""
+    kind = block.get("type")
+    if kind == "resource_link" and isinstance(block.get("uri"), str) and block["uri"].strip():
+        fields = {k: block[k] for k in ("uri", "name", "title", "mimeType")
+                  if isinstance(block.get(k), str)}
+    elif kind == "audio" and isinstance(block.get("mimeType"), str):
+        fields = {"mimeType": block["mimeType"]}
+    else:
+        return None
+    text = json.dumps(dict(type=kind, **fields))
+    return text if len(text) <= FAITHFUL_JSON_MAX else None
+
+
 def _faithful_block(block, ob):
-    # Only blocks that carry the tool's own text: placeholders and the bounded JSON of C6 stay
-    # as the reference wrote them.
+    # A JPEG or PNG declared with a type providers refuse (image/jpg, a mismatch) is kept with
+    # the type its bytes are, when the reference takes it under that type (F1 allows it).
+    if block.get("type") == "image" and ob.get("type") == "text":
+        raw = canonical_b64(block.get("data"))
+        actual = sniff(raw) if raw else None
+        if actual and actual != block.get("mimeType"):
+            corrected = dict(block, mimeType=actual)
+            kept = ref("coerce_tool_result", {"content": [corrected]})
+            if kept and kept["content"] and kept["content"][0].get("type") == "image":
+                return [image_block(block["data"], actual)]
+        return None
+    placeholder = _faithful_placeholder(block) if ob.get("type") == "text" else None
+    if placeholder is not None:
+        return [text_block(placeholder)]
+    # Otherwise only blocks that carry the tool's own text: other placeholders and the bounded
+    # JSON of C6 stay as the reference wrote them.
     if source_text(block) is None or ob.get("type") != "text":
         return None
     new = faithful_text(ob["text"])
@@ -1362,7 +1395,7 @@ RETRY = ("resolve_retry_images",)
 NAMES = ("sanitize_tool_names",)
 
 VARIANTS = {
-    "faithful": Variant("-", "the reference plus stricter choices the spec allows: also neutralizes lines that only look like directives (`MEDIA :`, `- MEDIA:`, `> MEDIA:`, `·MEDIA:`, `ⓂMEDIA:`), refuses URLs with a port other than 443 or a host over 100 characters", faithful, ("neutralize_text", "coerce_tool_result", "check_media_url", "parse_reply", "normalize_stream")),
+    "faithful": Variant("-", "the reference plus stricter choices the spec allows: also neutralizes lines that only look like directives (`MEDIA :`, `- MEDIA:`, `> MEDIA:`, `·MEDIA:`, `ⓂMEDIA:`), refuses URLs with a port other than 443 or a host over 100 characters; writes resource-link and audio placeholders as JSON with escaped fields, and keeps an image declared with a type its bytes are not (image/jpg) under the type they are", faithful, ("neutralize_text", "coerce_tool_result", "check_media_url", "parse_reply", "normalize_stream")),
     # S1
     "s1_ascii_blank_only": Variant("S1", "only ASCII whitespace counts as a leading blank (U+3000, U+00A0, U+FEFF... before MEDIA: leak)", s1_ascii_blank_only, TEXT),
     "s1_case_sensitive": Variant("S1", "the directive match is case-sensitive (`media:` / `Media:` leak)", s1_case_sensitive, TEXT),

@@ -749,3 +749,87 @@ fn siblings_merged_with_their_content_kept_are_a_count_change_not_f5() {
     );
     assert!(rules.contains(&Rule::F5), "{rules:?}");
 }
+
+/// The C judges read the information, not the wording: a placeholder written as JSON, with its
+/// fields JSON-escaped the way JavaScript or Python write them, keeps the label, URI and media
+/// type; one that drops the title still breaks C4.
+#[test]
+fn placeholders_as_json_with_escaped_fields_keep_their_information() {
+    let title = "Q3 \"final\" C:\\reports é 😀";
+    let input = json!({"content": [
+        {"type": "resource_link", "uri": "file:///r/q3.pdf", "name": "q3", "title": title},
+        {"type": "audio", "data": "UklGRiQAAABXQVZF", "mimeType": "audio/x-\"wav\""},
+        {"type": "resource", "resource": {"uri": "file:///r/b.bin", "blob": "AAAA", "mimeType": "application/x-\"b\""}},
+    ]});
+    let link =
+        json!({"type": "resource_link", "uri": "file:///r/q3.pdf", "name": "q3", "title": title});
+    let audio = json!({"type": "audio", "mimeType": "audio/x-\"wav\""});
+    let blob =
+        json!({"type": "resource", "uri": "file:///r/b.bin", "mimeType": "application/x-\"b\""});
+    let as_text = |text: String| json!({"type": "text", "text": text});
+    // JavaScript's JSON.stringify (non-ASCII kept) inside a larger text, and Python's json.dumps
+    // (non-ASCII escaped) for the JSON ones.
+    let javascript = json!({"content": [
+        as_text(format!("[resource_link] {link}")),
+        as_text(format!("audio: {audio}")),
+        as_text(blob.to_string()),
+    ], "isError": false});
+    let python_ascii = |v: &Value| {
+        v.to_string()
+            .chars()
+            .flat_map(|c| {
+                if c.is_ascii() {
+                    vec![c.to_string()]
+                } else {
+                    let mut units = [0u16; 2];
+                    c.encode_utf16(&mut units)
+                        .iter()
+                        .map(|u| format!("\\u{u:04x}"))
+                        .collect()
+                }
+            })
+            .collect::<String>()
+    };
+    let python = json!({"content": [
+        as_text(format!("Link: {}", python_ascii(&link))),
+        as_text(python_ascii(&audio)),
+        as_text(python_ascii(&blob)),
+    ], "isError": false});
+    for output in [javascript, python] {
+        let found = gate_rules(Op::CoerceToolResult, &input, output.clone());
+        assert!(found.is_empty(), "{found:?} on {output}");
+    }
+    let untitled = json!({"content": [
+        as_text(json!({"type": "resource_link", "uri": "file:///r/q3.pdf", "name": "q3"}).to_string()),
+        as_text(audio.to_string()),
+        as_text(blob.to_string()),
+    ], "isError": false});
+    assert_eq!(
+        gate_rules(Op::CoerceToolResult, &input, untitled),
+        [Rule::C4]
+    );
+}
+
+/// A valid JPEG declared `image/jpg` (a type providers refuse) may be kept with its type
+/// corrected to `image/jpeg` (F1 allows it): no rule breaks. Kept as declared, S2 breaks on the
+/// SUT's own block; kept with other bytes, it is an image the reference refuses.
+#[test]
+fn an_image_kept_with_its_media_type_corrected_breaks_no_rule() {
+    let jpeg = tiny_base64(ImageFormat::Jpeg);
+    let input = json!({"content": [
+        {"type": "text", "text": "the chart"},
+        {"type": "image", "data": jpeg, "mimeType": "image/jpg"},
+    ]});
+    let kept = |data: &str, mime: &str| {
+        json!({"content": [
+            {"type": "text", "text": "the chart"},
+            {"type": "image", "data": data, "mimeType": mime},
+        ], "isError": false})
+    };
+    assert_eq!(
+        gate_rules(Op::CoerceToolResult, &input, kept(jpeg, "image/jpeg")),
+        Vec::<Rule>::new()
+    );
+    assert!(gate_rules(Op::CoerceToolResult, &input, kept(jpeg, "image/jpg")).contains(&Rule::S2));
+    assert!(gate_rules(Op::CoerceToolResult, &input, kept(png(), "image/png")).contains(&Rule::S2));
+}

@@ -533,9 +533,14 @@ pub fn distinct_bugs(rows: &[Row]) -> String {
     out
 }
 
-/// Up to the first sentence's end (or 240 characters), on a character boundary.
+/// Up to the first sentence's end (or 240 characters), on a character boundary; "e.g." and
+/// "i.e." end no sentence.
 fn first_sentence(text: &str) -> String {
-    let end = text.find(". ").map_or(text.len(), |i| i + 1);
+    let end = text
+        .match_indices(". ")
+        .map(|(i, _)| i)
+        .find(|&i| !text[..i].ends_with("e.g") && !text[..i].ends_with("i.e"))
+        .map_or(text.len(), |i| i + 1);
     let end = (0..=end.min(240))
         .rev()
         .find(|&i| text.is_char_boundary(i))

@@ -29,7 +29,10 @@ enum Expect<'v> {
     /// A `text` block whose `text` is not a string: malformed (C1), rendered as its JSON.
     MalformedText,
     ValidImage(&'v str),
-    InvalidImage(Option<&'v str>),
+    InvalidImage {
+        mime: Option<&'v str>,
+        data: Option<&'v str>,
+    },
     Audio(Option<&'v str>),
     Link {
         uri: &'v str,
@@ -67,7 +70,10 @@ fn expect(block: &Value) -> Expect<'_> {
         "image" if is_valid_input_image(block) => {
             Expect::ValidImage(str_field(block, "data").unwrap_or_default())
         }
-        "image" => Expect::InvalidImage(non_empty("mimeType")),
+        "image" => Expect::InvalidImage {
+            mime: non_empty("mimeType"),
+            data: non_empty("data"),
+        },
         "audio" => Expect::Audio(non_empty("mimeType")),
         "resource_link" => match str_field(block, "uri") {
             Some(uri) if !is_blank(uri) => Expect::Link {
@@ -286,6 +292,14 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
         }
         (Expect::Text(input), Some(t)) => (!text_survives(input, t)).then(|| lost_text(input)),
         (Expect::Text(input), None) => Some(lost_text(input)),
+        // Kept as an image with its media type corrected to what its bytes are (F1 allows it):
+        // the image S2 judges is the output block.
+        (
+            Expect::InvalidImage {
+                data: Some(data), ..
+            },
+            None,
+        ) if is_corrected_image(block, data) => None,
         (_, None) => Some(gate(
             Rule::F4,
             "a non-text block did not become text",
@@ -320,7 +334,7 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
             "placeholder not bounded",
             format!("{} bytes", t.len()),
         )),
-        (Expect::InvalidImage(mime), Some(t)) => missing(
+        (Expect::InvalidImage { mime, .. }, Some(t)) => missing(
             t,
             &[mime.map(mime_head)],
             Rule::C2,
@@ -338,7 +352,7 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
             Rule::C4,
             "resource link without its label or URI",
         ),
-        (Expect::ResourceText(text), Some(t)) => (!keeps(t, text)).then(|| {
+        (Expect::ResourceText(text), Some(t)) => (!keeps_information(t, text)).then(|| {
             gate(
                 Rule::C5,
                 "embedded resource text not kept",
@@ -354,6 +368,15 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
     }
 }
 
+/// `block` is an image of the input's `data`, byte for byte, that passes S2 as it stands: the
+/// input declared a type the providers refuse or one its bytes are not, and the SUT named the
+/// type the bytes are.
+fn is_corrected_image(block: &Value, data: &str) -> bool {
+    str_field(block, "type") == Some("image")
+        && str_field(block, "data") == Some(data)
+        && crate::oracle::image::s2_problem(block).is_none()
+}
+
 /// The part of a media type a placeholder must keep: its first [`MIME_HEAD`] bytes without the
 /// line they cut (a cut `MEDIA` word is no directive, so its line would be required unprefixed).
 fn mime_head(mime: &str) -> &str {
@@ -366,12 +389,53 @@ fn mime_head(mime: &str) -> &str {
         .map_or(head, |end| &head[..end.start])
 }
 
+/// `text` keeps `field`'s information (spec: the C judges test the information, not the
+/// wording): verbatim as `keeps` reads it, or under a standard reversible escaping: as the
+/// content of a JSON string (JavaScript's and serde_json's escapes, or Python's `json.dumps`
+/// with every non-ASCII character escaped), or as a string of an output text read as JSON.
+fn keeps_information(text: &str, field: &str) -> bool {
+    if keeps(text, field) {
+        return true;
+    }
+    json_escaped_forms(field)
+        .iter()
+        .any(|e| text.contains(&e[..crate::excerpt::floor_boundary(e, 100)]))
+        || json_readings(&[text])
+            .iter()
+            .skip(1)
+            .any(|s| s == field || keeps(s, field))
+}
+
+/// `s` as the content of a JSON string literal the way JavaScript and serde_json write it, and
+/// the way Python's `json.dumps` does (every character outside printable ASCII as `\uXXXX`
+/// UTF-16 units).
+fn json_escaped_forms(s: &str) -> [String; 2] {
+    let quoted = serde_json::to_string(s).unwrap_or_default();
+    let escaped = quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or_default()
+        .to_string();
+    let mut ascii = String::with_capacity(escaped.len());
+    for c in escaped.chars() {
+        if (' '..='~').contains(&c) {
+            ascii.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                ascii.push_str(&format!("\\u{unit:04x}"));
+            }
+        }
+    }
+    [escaped, ascii]
+}
+
 /// A violation when `text` lacks one of the (short enough) `fields`.
 fn missing(text: &str, fields: &[Option<&str>], rule: Rule, kind: &str) -> Option<Violation> {
     fields
         .iter()
         .flatten()
-        .find(|f| f.len() <= KEEP_MAX && !keeps(text, f))
+        .find(|f| f.len() <= KEEP_MAX && !keeps_information(text, f))
         .map(|f| {
             gate(
                 rule,

@@ -222,7 +222,20 @@ fn more_permissive(
     if let Some(line) = kept_directive(text_fields(input), &reference_texts, texts) {
         out.push(kept_directive_violation(line));
     }
-    if images.iter().any(|d| !reference_images.contains(d)) {
+    // An image the reference refused whose bytes the SUT kept, naming the type they are, is not
+    // more permissive: its own block passes S2 (F1 allows the correction).
+    let input_images: Vec<&str> = input
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| str_field(b, "type") == Some("image"))
+        .filter_map(|b| str_field(b, "data"))
+        .collect();
+    if images
+        .iter()
+        .any(|d| !reference_images.contains(d) && !input_images.contains(d))
+    {
         let reasons: Vec<&str> = reference_texts
             .iter()
             .copied()
