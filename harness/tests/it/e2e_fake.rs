@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The fake adapter in a temp folder with `FAKE_MODE` set to `mode`.
 fn adapter(dir: &Path, mode: &str) -> PathBuf {
@@ -127,19 +127,45 @@ fn a_runtime_that_follows_the_rules_passes_and_a_buggy_one_is_caught() {
             .contains("--case seed001-image-without-data")
     );
 
-    // Every finding in the baseline: green. One more entry that does not reproduce: stale, red.
+    // A new finding's impact class is derived (no profile beside this baseline: the reference's
+    // contract): the image without data breaks the MCP schema, so losing its siblings is
+    // hardening; a directive line in the model's text is a bug where directives are acted on.
+    let class_of = |index: &Value, case: &str, rule: &str| {
+        index["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["case"] == case && f["rule"] == rule)
+            .map(|f| (f["class"].clone(), f.get("cause").cloned()))
+            .unwrap()
+    };
+    assert_eq!(
+        class_of(&bad, "seed001-image-without-data", "F5"),
+        (json!("hardening"), None)
+    );
+    assert_eq!(
+        class_of(&bad, "tool-text-plants-media", "S1"),
+        (json!("bug"), None)
+    );
+
+    // Every finding in the baseline: green, each with the baseline's class and cause. One more
+    // entry that does not reproduce: stale, red.
     let baseline = baseline_of(&bad_found);
     let (code, known) = e2e(dir.path(), "bad", Some(&baseline));
     assert_eq!((code, &known["new"]), (0, &Value::from(0)), "{known:#}");
+    assert_eq!(
+        class_of(&known, "seed001-image-without-data", "F5"),
+        (json!("bug"), Some(json!("fake")))
+    );
     let stale = format!(
-        "{baseline}[[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"model\"\nreason = \"fixed\"\n"
+        "{baseline}[[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"model\"\nclass = \"bug\"\ncause = \"fake\"\nreason = \"fixed\"\n"
     );
     let (code, with_stale) = e2e(dir.path(), "bad", Some(&stale));
     assert_eq!(code, 1);
     assert_eq!(with_stale["stale"].as_array().unwrap().len(), 1);
     // A delivered-layer entry is not judged by a payload run: not stale there.
     let other_layer = format!(
-        "{baseline}[[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"delivered\"\nreason = \"channel only\"\n"
+        "{baseline}[[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"delivered\"\nclass = \"bug\"\ncause = \"fake\"\nreason = \"channel only\"\n"
     );
     let (code, other) = e2e(dir.path(), "bad", Some(&other_layer));
     assert_eq!(
@@ -154,7 +180,7 @@ fn baseline_of(found: &[(String, String, String)]) -> String {
         .iter()
         .map(|(case, rule, layer)| {
             format!(
-                "[[known]]\ncase = \"{case}\"\nrule = \"{rule}\"\nlayer = \"{layer}\"\nreason = \"fake\"\n"
+                "[[known]]\ncase = \"{case}\"\nrule = \"{rule}\"\nlayer = \"{layer}\"\nclass = \"bug\"\ncause = \"fake\"\nreason = \"fake\"\n"
             )
         })
         .collect()
@@ -281,8 +307,8 @@ fn merged_e2e_shards_equal_the_unsharded_run() {
     let baseline = dir.path().join("baseline.toml");
     std::fs::write(
         &baseline,
-        "[[known]]\ncase = \"seed001-image-without-data\"\nrule = \"F5\"\nlayer = \"model\"\nreason = \"known\"\n\
-         [[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"model\"\nreason = \"fixed\"\n",
+        "[[known]]\ncase = \"seed001-image-without-data\"\nrule = \"F5\"\nlayer = \"model\"\nclass = \"bug\"\ncause = \"fake\"\nreason = \"known\"\n\
+         [[known]]\ncase = \"valid-image\"\nrule = \"F1\"\nlayer = \"model\"\nclass = \"bug\"\ncause = \"fake\"\nreason = \"fixed\"\n",
     )
     .unwrap();
     let run = |report: &Path, shard: Option<&str>| {

@@ -45,9 +45,14 @@ impl Baseline {
     }
 
     pub fn is_known(&self, case: &str, rule: &str, layer: Layer) -> bool {
+        self.entry(case, rule, layer).is_some()
+    }
+
+    /// The entry that knows this finding.
+    pub fn entry(&self, case: &str, rule: &str, layer: Layer) -> Option<&Known> {
         self.known
             .iter()
-            .any(|k| k.case == case && k.rule == rule && k.layer == layer)
+            .find(|k| k.case == case && k.rule == rule && k.layer == layer)
     }
 
     /// Entries for cases that ran (and finished), on a layer this run judged, whose finding did

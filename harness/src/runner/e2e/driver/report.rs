@@ -14,20 +14,27 @@ use serde_json::{Value, json};
 use super::case::{CaseOutcome, Isolation, read_json};
 use crate::excerpt::bounded;
 use crate::fs::write_atomic;
+use crate::rule::Rule;
 use crate::runner::e2e::adapter::Adapter;
 use crate::runner::e2e::baseline::Baseline;
 use crate::runner::e2e::cases::E2eCase;
 use crate::runner::e2e::checks::{E2eFinding, Layer};
 use crate::runner::e2e::one_turn::{self, Via};
+use crate::runner::impact::{Class, Evidence, Profile, derive, schema};
 use crate::runner::report::{E2eCaseView, E2eFindingView, E2eView};
 
-/// One finding with its baseline status.
+/// One finding with its baseline status and impact: a known one's class and cause as the
+/// baseline reads them in the runtime's code; a new one's class derived from its evidence and
+/// the runtime's profile.
 #[derive(Debug, Serialize)]
 struct Judged {
     case: String,
     #[serde(flatten)]
     finding: E2eFinding,
     known: bool,
+    class: Class,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cause: Option<String>,
 }
 
 /// What the report tells about a run besides its outcomes.
@@ -62,13 +69,39 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         start,
         via,
     } = *run;
+    // The profile beside the baseline (the adapter's folder), or the reference's contract.
+    let profile = baseline_path
+        .and_then(Path::parent)
+        .map(|dir| dir.join(Profile::FILE))
+        .filter(|path| path.is_file())
+        .map(|path| Profile::load(&path))
+        .transpose()?
+        .unwrap_or_else(Profile::reference_contract);
     let judged: Vec<Judged> = outcomes
         .iter()
         .flat_map(|o| {
-            o.findings.iter().map(|f| Judged {
-                case: o.id.clone(),
-                finding: f.clone(),
-                known: baseline.is_known(&o.id, f.rule.as_str(), f.layer),
+            let profile = &profile;
+            o.findings.iter().map(move |f| {
+                let entry = baseline.entry(&o.id, f.rule.as_str(), f.layer);
+                let class = entry.map_or_else(
+                    || {
+                        let result = plan.iter().find(|c| c.id == o.id).map(|c| &c.result);
+                        let evidence = Evidence {
+                            schema_invalid: result.map(|r| !schema::is_valid(r)),
+                            hang: (f.rule == Rule::B1).then(|| f.reason.contains("did not finish")),
+                            ..Evidence::default()
+                        };
+                        derive(f.rule, &evidence, profile).class
+                    },
+                    |k| k.class,
+                );
+                Judged {
+                    case: o.id.clone(),
+                    finding: f.clone(),
+                    known: entry.is_some(),
+                    class,
+                    cause: entry.map(|k| k.cause.clone()),
+                }
             })
         })
         .collect();
