@@ -354,13 +354,14 @@ fn harm(rule: Rule) -> &'static str {
 /// Bytes of the input's base64 payloads (image and audio `data`, resource `blob`, 16 or more
 /// characters) that occur in the output's text.
 fn payload_bytes(input: &Value, output: &Value) -> usize {
-    let mut payloads = Vec::new();
-    collect_payloads(input, &mut payloads, 0);
+    let payloads: Vec<&str> = strings_under(input, &["data", "blob"])
+        .into_iter()
+        .filter(|p| p.len() >= 16)
+        .collect();
     if payloads.is_empty() {
         return 0;
     }
-    let mut texts = Vec::new();
-    collect_texts(output, &mut texts, 0);
+    let texts = strings_under(output, &["text"]);
     payloads
         .iter()
         .filter(|p| texts.iter().any(|t| t.contains(*p)))
@@ -371,46 +372,27 @@ fn payload_bytes(input: &Value, output: &Value) -> usize {
 /// Nesting walked at most: payloads and texts sit a few levels down.
 const WALK_DEPTH: usize = 16;
 
-fn collect_payloads<'a>(value: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
-    if depth > WALK_DEPTH {
-        return;
-    }
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map {
-                match v {
-                    Value::String(s)
-                        if matches!(key.as_str(), "data" | "blob") && s.len() >= 16 =>
-                    {
-                        out.push(s);
+/// The strings of `value` under one of `keys`, down to `WALK_DEPTH` levels.
+fn strings_under<'a>(value: &'a Value, keys: &[&str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut stack = vec![(value, 0)];
+    while let Some((value, depth)) = stack.pop() {
+        match value {
+            Value::Object(map) if depth < WALK_DEPTH => {
+                for (key, v) in map {
+                    match v {
+                        Value::String(s) if keys.contains(&key.as_str()) => out.push(s.as_str()),
+                        _ => stack.push((v, depth + 1)),
                     }
-                    _ => collect_payloads(v, out, depth + 1),
                 }
             }
-        }
-        Value::Array(items) => items
-            .iter()
-            .for_each(|v| collect_payloads(v, out, depth + 1)),
-        _ => {}
-    }
-}
-
-fn collect_texts<'a>(value: &'a Value, out: &mut Vec<&'a str>, depth: usize) {
-    if depth > WALK_DEPTH {
-        return;
-    }
-    match value {
-        Value::Object(map) => {
-            for (key, v) in map {
-                match v {
-                    Value::String(s) if key == "text" => out.push(s),
-                    _ => collect_texts(v, out, depth + 1),
-                }
+            Value::Array(items) if depth < WALK_DEPTH => {
+                stack.extend(items.iter().map(|v| (v, depth + 1)));
             }
+            _ => {}
         }
-        Value::Array(items) => items.iter().for_each(|v| collect_texts(v, out, depth + 1)),
-        _ => {}
     }
+    out
 }
 
 #[cfg(test)]
