@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::generate::corners::{self, limits, nesting, text, urls};
 use crate::generate::mcp::McpVersion;
 use crate::generate::mcp_results::{tricky_text, valid_result};
-use crate::generate::{any_string, matching, sample_images};
+use crate::generate::{any_string, matching, sample_images, tool_output};
 use crate::protocol::Op;
 use crate::reference::image::ImageFormat;
 
@@ -25,6 +25,7 @@ pub fn op_input(op: Op) -> BoxedStrategy<Value> {
     match op {
         Op::CoerceToolResult => prop_oneof![
             30 => select(McpVersion::ALL.to_vec()).prop_flat_map(valid_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
+            10 => select(McpVersion::ALL.to_vec()).prop_flat_map(tool_output::realistic_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
             36 => near_valid_result(),
             18 => hostile_json(),
             8 => corners::strategy(text::directive_result),

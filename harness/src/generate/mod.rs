@@ -8,6 +8,7 @@ pub mod corners;
 pub mod mcp;
 pub mod mcp_results;
 pub mod sample_images;
+pub mod tool_output;
 
 /// Strings matching `pattern`, as proptest's `impl Strategy for str` draws them (the same
 /// strings from the same random stream), but with the pattern compiled once per process: that

@@ -3,6 +3,7 @@
 
 use normfuzz::generate::mcp::{ContentBlock, McpVersion, ResourceContents};
 use normfuzz::generate::mcp_results::valid_result;
+use normfuzz::generate::tool_output::realistic_result;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
@@ -34,6 +35,32 @@ fn generated_results_are_schema_valid_in_every_version() {
         });
         runner
             .run(&valid_result(version), |result| {
+                let json = serde_json::to_value(&result).expect("serializable");
+                let errors: Vec<String> = validator
+                    .iter_errors(&json)
+                    .map(|e| e.to_string())
+                    .collect();
+                prop_assert!(
+                    errors.is_empty(),
+                    "{} rejects {json}: {errors:?}",
+                    version.as_str()
+                );
+                Ok(())
+            })
+            .unwrap_or_else(|e| panic!("{}: {e}", version.as_str()));
+    }
+}
+
+#[test]
+fn results_of_real_tools_are_schema_valid_in_every_version() {
+    for version in McpVersion::ALL {
+        let validator = call_tool_result_validator(version);
+        let mut runner = TestRunner::new(Config {
+            cases: 200,
+            ..Config::default()
+        });
+        runner
+            .run(&realistic_result(version), |result| {
                 let json = serde_json::to_value(&result).expect("serializable");
                 let errors: Vec<String> = validator
                     .iter_errors(&json)

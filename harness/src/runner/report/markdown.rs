@@ -82,6 +82,13 @@ pub fn rates(outcome: &Outcome) -> String {
             faults.garbled
         );
     }
+    if faults.slow > 0 {
+        let _ = write!(
+            line,
+            "; {} slow cases withdrawn (answered with the full time-out)",
+            faults.slow
+        );
+    }
     if outcome.left_out() > 0 {
         let _ = write!(
             line,
