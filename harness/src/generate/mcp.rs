@@ -157,3 +157,22 @@ pub struct CallToolResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_type: Option<String>,
 }
+
+impl CallToolResult {
+    /// A finished call's result as `version` spells it (`resultType` where it is required).
+    pub fn finished(
+        version: McpVersion,
+        content: Vec<ContentBlock>,
+        structured_content: Option<Value>,
+        is_error: Option<bool>,
+    ) -> Self {
+        CallToolResult {
+            content,
+            structured_content,
+            is_error,
+            result_type: version
+                .requires_result_type()
+                .then(|| "complete".to_string()),
+        }
+    }
+}

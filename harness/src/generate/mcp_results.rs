@@ -166,16 +166,9 @@ pub fn valid_result(version: McpVersion) -> impl Strategy<Value = CallToolResult
         option::of(any::<bool>()),
         structured,
     )
-        .prop_map(
-            move |(content, is_error, structured_content)| CallToolResult {
-                content,
-                structured_content,
-                is_error,
-                result_type: version
-                    .requires_result_type()
-                    .then(|| "complete".to_string()),
-            },
-        )
+        .prop_map(move |(content, is_error, structured_content)| {
+            CallToolResult::finished(version, content, structured_content, is_error)
+        })
 }
 
 /// Text built from pieces that make `MEDIA:` directives and their disguises likely (every line

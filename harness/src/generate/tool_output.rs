@@ -207,16 +207,9 @@ pub fn realistic_result(version: McpVersion) -> BoxedStrategy<CallToolResult> {
         ],
         proptest::option::of(any::<bool>()),
     )
-        .prop_map(
-            move |((content, structured_content), is_error)| CallToolResult {
-                content,
-                structured_content,
-                is_error,
-                result_type: version
-                    .requires_result_type()
-                    .then(|| "complete".to_string()),
-            },
-        )
+        .prop_map(move |((content, structured_content), is_error)| {
+            CallToolResult::finished(version, content, structured_content, is_error)
+        })
         .boxed()
 }
 
