@@ -80,8 +80,9 @@ fn pass_through_sut_is_caught_with_minimal_inputs() {
         .iter()
         .find(|f| f.rule == normfuzz::rule::Rule::S1 && f.op == Op::NeutralizeText)
         .expect("S1 found on neutralize_text");
+    // A directive line alone (a corner's `MEDIA:` line with its URL is 41 bytes of JSON).
     assert!(
-        s1.input.to_string().len() <= 40,
+        s1.input.to_string().len() <= 64,
         "S1 not shrunk: {}",
         s1.input
     );

@@ -93,10 +93,14 @@ fn a_sut_hanging_on_nul_costs_its_ops_not_the_others() {
         .iter()
         .find(|f| f.op == Op::NeutralizeText && f.rule == Rule::B1)
         .expect("the hang's finding");
+    // Confirmed with the full time-out and shrunk for 2 s at most (each step that still hangs
+    // costs a wait and a restart): a NUL is still in it, and it is no longer a whole batch's case.
+    let shown = shrunk.input.to_string();
+    assert!(shown.contains("\\u0000") && shown.len() < 2_000, "{shown}");
     assert!(
-        shrunk.input.to_string().contains("\\u0000") && shrunk.input.to_string().len() < 200,
+        !shrunk.detail.contains("not confirmed") && !shrunk.detail.contains("not shrunk"),
         "{}",
-        shrunk.input
+        shrunk.detail
     );
     let (with, without) = (cases(&outcome), cases(&clean));
     for op in NEVER_NUL {
