@@ -212,7 +212,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
                 finding.op, finding.id
             ));
             let stored = serde_json::json!({"op": finding.op, "rule": finding.rule, "kind": finding.kind, "input": finding.input});
-            normfuzz::fs::write_atomic(&path, format!("{stored:#}\n").as_bytes())?;
+            normfuzz::runner::report::write_json(&path, &stored)?;
         }
     }
     let failed = outcome.failed(campaign.strict);

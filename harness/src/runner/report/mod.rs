@@ -56,7 +56,8 @@ use crate::runner::upstream::RuntimeId;
 pub use markdown::rates;
 use view::{CampaignView, finding_file};
 
-fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
+/// Writes `value` as pretty JSON (indentation capped: `pretty`), atomically.
+pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
     let mut bytes = pretty::to_vec(value)?;
     bytes.push(b'\n');
     Ok(write_atomic(path, &bytes)?)

@@ -77,10 +77,13 @@ article.fail { border-left-color: var(--fail); } article.divergence { border-lef
 .answers { display: grid; grid-template-columns: repeat(auto-fit, minmax(380px, 1fr)); gap: 12px; }
 "#;
 
-/// A JSON value as pretty text in a `<pre>`, cut at `SHOWN_MAX` bytes.
+/// A JSON value as pretty text in a `<pre>`, cut at `SHOWN_MAX` bytes (indentation capped, so
+/// an input nested a million deep stays linear: `report::pretty`).
 fn json_pre(value: &impl Serialize) -> String {
-    let json = serde_json::to_string_pretty(value)
-        .unwrap_or_else(|e| format!("(cannot show as JSON: {e})"));
+    let json = super::pretty::to_vec(value).map_or_else(
+        |e| format!("(cannot show as JSON: {e})"),
+        |bytes| String::from_utf8_lossy(&bytes).into_owned(),
+    );
     pre(&json)
 }
 
