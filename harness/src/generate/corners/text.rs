@@ -197,15 +197,34 @@ pub fn directive_word(c: &mut dyn Choices) -> String {
 /// terminator, with reply flags and embeds, marked where a stream may be cut.
 pub fn directive_text(c: &mut dyn Choices) -> Marked {
     let mut m = Marked::default();
+    // The last directive line's word and target: D3 wants the same media named again.
+    let mut last: Option<(String, String)> = None;
     for i in 0..between(c, 1, 10) {
         match weighted(c, &[6, 3, 3, 2, 1]) {
             0 => {
                 if i > 0 || one_in(c, 2) {
                     m.push_every(pick(c, &TERMINATORS));
                 }
-                m.push_every(&directive_word(c));
+                // D3: the same media again, with the same word (a directive if the first was
+                // one), often spelled another way.
+                if let Some((word, target)) = last.as_ref().filter(|_| one_in(c, 3)) {
+                    let again = respelled(c, target);
+                    m.push_every(word);
+                    m.push(&again);
+                    continue;
+                }
+                let word = directive_word(c);
+                m.push_every(&word);
                 if !one_in(c, 5) {
-                    m.push(&target(c));
+                    // Media the policy accepts (with `roots`) now and then, so that a second
+                    // mention is one to deduplicate.
+                    let t = if one_in(c, 4) {
+                        pick(c, &ACCEPTED_MEDIA).to_string()
+                    } else {
+                        target(c)
+                    };
+                    m.push(&t);
+                    last = Some((word, t));
                 }
             }
             1 => m.push_every(pick(c, &TERMINATORS)),
@@ -215,6 +234,33 @@ pub fn directive_text(c: &mut dyn Choices) -> Marked {
         }
     }
     m
+}
+
+/// Media targets the reference accepts: public https, and files under the roots `roots` draws.
+const ACCEPTED_MEDIA: [&str; 3] = [
+    "https://example.com/a.png",
+    "/work/media/a.png",
+    "/tmp/out/d.png",
+];
+
+/// `target` again: as it is, or in a spelling that canonicalizes to it (a `./` or `sub/..`
+/// segment, a doubled slash; for a URL an upper-case scheme and host or the default port).
+fn respelled(c: &mut dyn Choices, target: &str) -> String {
+    if let Some(rest) = target.strip_prefix("https://") {
+        let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
+        return match c.below(4) {
+            0 => target.to_string(),
+            1 => format!("HTTPS://{}/{path}", host.to_uppercase()),
+            2 => format!("https://{host}:443/{path}"),
+            _ => format!("https://{host}/./{path}"),
+        };
+    }
+    match (c.below(4), target.rfind('/')) {
+        (1, Some(at)) => format!("{}/.{}", &target[..at], &target[at..]),
+        (2, Some(at)) => format!("{}/sub/..{}", &target[..at], &target[at..]),
+        (3, Some(at)) => format!("{}/{}", &target[..at], &target[at..]),
+        _ => target.to_string(),
+    }
 }
 
 /// [`directive_text`] without its marks.
@@ -287,8 +333,19 @@ pub fn stream_input(c: &mut dyn Choices) -> Value {
     json!({ "chunks": chunks, "final": last, "roots": roots(c) })
 }
 
-/// A `parse_reply` input.
+/// A `parse_reply` input; one in six names accepted media twice, the second time spelled
+/// another way (D3: deduplicated after canonicalization).
 pub fn reply_input(c: &mut dyn Choices) -> Value {
+    if one_in(c, 6) {
+        let first = pick(c, &ACCEPTED_MEDIA);
+        let again = respelled(c, first);
+        let text = format!(
+            "{}\nMEDIA:{first}\n{}\nMEDIA:{again}\n",
+            pick(c, &FILLER),
+            pick(c, &FILLER)
+        );
+        return json!({ "text": text, "roots": ["/work/media", "/tmp/out"] });
+    }
     json!({ "text": directive_string(c), "roots": roots(c) })
 }
 
