@@ -619,8 +619,10 @@ fn job_loop<S: Sut>(
         {
             break;
         }
+        // A hang its confirmation answered was a slow case: wait longer, and bench nothing.
         for op in slow.try_iter() {
             sut.slow(op);
+            hung.remove(&op);
         }
         let batch_started = Instant::now();
         let shrinks_before = (shared.shrinking.load(Ordering::SeqCst) == 0)
@@ -714,10 +716,10 @@ struct Sent {
 }
 
 /// Sends the drawn cases, counting each as its answer arrives; returns those answered (all of
-/// them unless the deadline passed). A hang breaks the call off: before the rest goes, the cases
-/// of ops that hung are left out while the SUT's hangs have cost more than `HANG_SHARE` of the
-/// job's time and some of `ops` has not hung (they were drawn all the same, so later batches'
-/// cases stay the same).
+/// them unless the deadline passed). A hang breaks the call off: before the rest goes, in a
+/// campaign with a deadline, the cases of ops that hung are left out while the SUT's hangs have
+/// cost more than `HANG_SHARE` of the job's time and some of `ops` has not hung (they were drawn
+/// all the same, so later batches' cases stay the same).
 fn send<S: Sut>(
     shared: &Shared<'_>,
     sut: &mut S,
@@ -735,8 +737,10 @@ fn send<S: Sut>(
         .collect();
     let mut left_out = BTreeMap::<Op, u64>::new();
     while !rest.is_empty() {
-        // Only while some op has not hung: when every op hangs, there is nothing else to run.
-        if ops.iter().any(|op| !hung.contains(op))
+        // Only under `--time` (a campaign of N cases judges N cases) and while some op has not
+        // hung (when every op hangs, there is nothing else to run).
+        if shared.deadline.is_some()
+            && ops.iter().any(|op| !hung.contains(op))
             && !hung.is_empty()
             && sut.hang_cost() > job_started.elapsed().mul_f64(HANG_SHARE)
         {
