@@ -143,6 +143,13 @@ pub enum Answer {
     Fault(Fault),
 }
 
+impl Answer {
+    /// No answer came in time.
+    pub fn is_hang(&self) -> bool {
+        matches!(self, Answer::Fault(Fault::Hang { .. }))
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Fault {

@@ -249,10 +249,10 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// Counts a fault; true when `answer` is one.
-    pub(crate) fn fault(&self, answer: &Answer) -> bool {
+    /// Counts `answer` if it is a fault.
+    pub(crate) fn fault(&self, answer: &Answer) {
         let Answer::Fault(fault) = answer else {
-            return false;
+            return;
         };
         match fault {
             Fault::Hang { timeout_ms, .. } => {
@@ -266,7 +266,6 @@ impl Progress {
                 self.garbled.fetch_add(1, Ordering::Relaxed);
             }
         }
-        true
     }
 
     /// The faults so far, for the report.
@@ -685,7 +684,7 @@ fn job_loop<S: Sut>(
                         rng: rng.clone(),
                         first,
                         index: case.index,
-                        hang: matches!(case.answer, Answer::Fault(Fault::Hang { .. })),
+                        hang: case.answer.is_hang(),
                         wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
                     });
                 }
@@ -756,7 +755,7 @@ fn send<S: Sut>(
         let answers = sut.call_until(&batch, shared.deadline, Wait::Calibrated, &mut |answer| {
             progress.cases.fetch_add(1, Ordering::Relaxed);
             progress.fault(answer);
-            if matches!(answer, Answer::Fault(Fault::Hang { .. })) {
+            if answer.is_hang() {
                 ControlFlow::Break(())
             } else {
                 ControlFlow::Continue(())
@@ -765,7 +764,7 @@ fn send<S: Sut>(
         let complete = answers.len() == batch.len();
         let unsent = rest.split_off(answers.len());
         for ((index, op, input), answer) in rest.into_iter().zip(answers) {
-            if matches!(answer, Answer::Fault(Fault::Hang { .. })) {
+            if answer.is_hang() {
                 hung.insert(op);
             }
             sent.push(Sent {
