@@ -62,6 +62,17 @@ pub struct ConformArgs {
     #[arg(long, value_delimiter = ',', default_value = "bug,hardening",
           value_parser = |s: &str| Class::parse(s).map_err(|e| e.to_string()))]
     fail_on: Vec<Class>,
+    /// Known findings (TOML: `[[known]]` entries with op, rule, class, cause and reason, as
+    /// `--write-baseline` drafts them): a finding of a listed (op, rule) is counted and keeps
+    /// the run green, not shrunk again; a new one fails it; a listed one this run did not
+    /// reach is reported.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Write a baseline that knows every gate finding of this run (one entry per op and rule,
+    /// its cause and reason to be filled in from the SUT's code), atomically; an existing file
+    /// is replaced only with --baseline naming the same file.
+    #[arg(long, value_name = "FILE")]
+    write_baseline: Option<PathBuf>,
     /// Stop at the first gate failure (after shrinking it): how `cargo xtask mutants` times a kill.
     #[arg(long)]
     stop_on_gate: bool,
@@ -104,6 +115,20 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         }
         t => t.map(Duration::from_secs_f64),
     };
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(normfuzz::runner::baseline::Baseline::load)
+        .transpose()?;
+    if let Some(path) = &args.write_baseline
+        && path.exists()
+        && args.baseline.as_deref() != Some(path.as_path())
+    {
+        anyhow::bail!(
+            "{} exists: --write-baseline replaces a baseline only when --baseline names it too",
+            path.display()
+        );
+    }
     let campaign = Campaign {
         ops,
         cases: if time.is_some() {
@@ -117,6 +142,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         strict: args.strict,
         stop_on_gate: args.stop_on_gate,
         shard: args.shard.unwrap_or(Shard::WHOLE),
+        baseline: baseline.clone(),
     };
     let profile = match &args.profile {
         Some(path) => Profile::load(path)?,
@@ -184,6 +210,9 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     let mut outcome = outcome;
     outcome.classify(&profile);
     outcome.fail_on = args.fail_on.clone();
+    if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
+        outcome.judge_baseline(baseline, &path.display().to_string());
+    }
     if outcome.cases() == 0 && campaign.cases != Some(0) {
         anyhow::bail!(
             "no case ran: the SUT `{}` offers none of the requested ops",
@@ -215,6 +244,15 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             normfuzz::runner::report::write_json(&path, &stored)?;
         }
     }
+    if let Some(path) = &args.write_baseline {
+        let text = normfuzz::runner::baseline::draft(&outcome.findings, &args.sut);
+        normfuzz::fs::write_atomic(path, text.as_bytes())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!(
+            "baseline written to {}: fill in each entry's cause and reason",
+            path.display()
+        );
+    }
     let failed = outcome.failed(campaign.strict);
     let cases = outcome.cases();
     let passes = outcome.passes(campaign.strict);
@@ -227,10 +265,22 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         outcome.findings.len(),
         dir.display()
     );
+    if let Some(judged) = &outcome.baseline {
+        eprintln!(
+            "against {}: {} new, {} known, {} not reached",
+            judged.file,
+            judged.new,
+            judged.known,
+            judged.not_reached.len()
+        );
+        for k in &judged.not_reached {
+            eprintln!("  not reached: {} on {} ({})", k.rule, k.op, k.cause);
+        }
+    }
     for finding in outcome
         .findings
         .iter()
-        .filter(|f| f.gate || campaign.strict)
+        .filter(|f| outcome.fails(f, campaign.strict))
     {
         let path = dir.join("findings").join(format!("{}.json", finding.id));
         let class = finding

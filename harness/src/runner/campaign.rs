@@ -24,6 +24,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::baseline::{Baseline, Judgement, Standing};
 use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
@@ -61,6 +62,8 @@ pub struct Campaign {
     pub stop_on_gate: bool,
     /// Which part of the cases this process runs (`Shard::WHOLE` for all of them).
     pub shard: Shard,
+    /// Known findings: theirs are counted and listed as found, not shrunk again.
+    pub baseline: Option<Baseline>,
 }
 
 /// Shard `index` of `count` (0-based): with `jobs` jobs here, this process runs jobs
@@ -114,6 +117,9 @@ pub struct Finding {
     /// (`Outcome::classify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub impact: Option<Impact>,
+    /// Known to the campaign's baseline, or new (`Outcome::judge_baseline`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<Standing>,
 }
 
 /// Counts per op and rule, for the report's matrix.
@@ -169,6 +175,8 @@ pub struct Outcome {
     pub faults: Faults,
     /// The impact classes whose gate findings fail the campaign (`--fail-on`).
     pub fail_on: Vec<Class>,
+    /// The findings against the campaign's baseline, if it had one.
+    pub baseline: Option<Judgement>,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
     pub timeline: Vec<Sample>,
 }
@@ -191,18 +199,24 @@ impl Outcome {
             .sum()
     }
 
-    /// Whether the campaign passes: no gate finding of a class in `fail_on` (a finding not
-    /// classed fails), and under `strict` no divergence either.
+    /// Whether the campaign passes: no finding fails it (`Outcome::fails`).
     pub fn passes(&self, strict: bool) -> bool {
-        !self.findings.iter().any(|f| {
-            if f.gate {
-                f.impact
-                    .as_ref()
-                    .is_none_or(|i| self.fail_on.contains(&i.class))
-            } else {
-                strict
-            }
-        })
+        !self.findings.iter().any(|f| self.fails(f, strict))
+    }
+
+    /// Whether `finding` fails the campaign: a gate finding its baseline does not know, of a
+    /// class in `fail_on` (or not classed), or under `strict` a divergence.
+    pub fn fails(&self, finding: &Finding, strict: bool) -> bool {
+        if finding.baseline == Some(Standing::Known) {
+            false
+        } else if finding.gate {
+            finding
+                .impact
+                .as_ref()
+                .is_none_or(|i| self.fail_on.contains(&i.class))
+        } else {
+            strict
+        }
     }
 
     /// Classes every finding by its evidence and `profile`.
@@ -210,6 +224,24 @@ impl Outcome {
         for f in &mut self.findings {
             let evidence = Evidence::of_case(f.op, &f.input, &f.sut);
             f.impact = Some(derive(f.rule, &evidence, profile));
+        }
+    }
+
+    /// Judges the findings against `baseline` (file name `file`): a known finding takes the
+    /// class and cause read in the SUT's code, which outrank the ones derived from evidence.
+    pub fn judge_baseline(&mut self, baseline: &Baseline, file: &str) {
+        let ops = self.per_op.keys().copied().collect();
+        self.baseline = Some(baseline.judge(file, &self.findings, &ops));
+        for f in &mut self.findings {
+            let Some(known) = baseline.entry(f.op, f.rule).filter(|_| f.gate) else {
+                f.baseline = f.gate.then_some(Standing::New);
+                continue;
+            };
+            f.baseline = Some(Standing::Known);
+            f.impact = Some(Impact {
+                class: known.class,
+                why: format!("known ({}): {}", known.cause, known.reason),
+            });
         }
     }
 
@@ -434,6 +466,7 @@ pub fn run<S: Sut>(
         findings,
         faults: progress.faults(),
         fail_on: DEFAULT_FAIL_ON.to_vec(),
+        baseline: None,
         timeline,
     })
 }
@@ -677,6 +710,13 @@ fn job_loop<S: Sut>(
                     ));
                     drop(findings);
                     shared.progress.findings.fetch_add(1, Ordering::Relaxed);
+                    let known = campaign
+                        .baseline
+                        .as_ref()
+                        .is_some_and(|b| violation.gate && b.knows(op, violation.rule));
+                    if known {
+                        continue;
+                    }
                     // A shrinker that is gone (it failed) is reported when it is joined.
                     let _ = shrinks.send(ShrinkRequest {
                         key,

@@ -2,6 +2,7 @@
 //! shrinking, end-to-end turns against real runtimes, and the reports they write. Built only
 //! with the `runner` feature.
 
+pub mod baseline;
 pub mod campaign;
 pub mod e2e;
 pub mod impact;

@@ -149,6 +149,7 @@ pub(super) fn finding(
         seed,
         first_seen_ms,
         impact: None,
+        baseline: None,
     }
 }
 

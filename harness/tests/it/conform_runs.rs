@@ -20,6 +20,7 @@ fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
         strict: false,
         stop_on_gate: false,
         shard: Shard::WHOLE,
+        baseline: None,
     }
 }
 

@@ -40,6 +40,7 @@ fn hang_proxy(mode: &str) -> (Outcome, Duration) {
         strict: false,
         stop_on_gate: false,
         shard: Shard::WHOLE,
+        baseline: None,
     };
     let options = SutOptions {
         timeout: CEILING,

@@ -29,6 +29,7 @@ fn outcome() -> Outcome {
         seed: 1,
         first_seen_ms: 0,
         impact: None,
+        baseline: None,
     };
     let divergence = Finding {
         id: "check_media_url-divergence-1a2b3c4d".into(),
@@ -44,6 +45,7 @@ fn outcome() -> Outcome {
         seed: 1,
         first_seen_ms: 0,
         impact: None,
+        baseline: None,
     };
     let tally = |cases, failed, divergent, rules: &[(Rule, u64)]| Tally {
         cases,
@@ -86,6 +88,7 @@ fn outcome() -> Outcome {
             slow: 0,
         },
         fail_on: normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
+        baseline: None,
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
     }
 }

@@ -305,7 +305,10 @@ fn run_one(
         .args(["--runtime", &runtime.label()])
         // Each finding's impact class is derived with the runtime's own conventions.
         .arg("--profile")
-        .arg(dir.join("profile.toml"));
+        .arg(dir.join("profile.toml"))
+        // Known findings are judged by conform itself (and not shrunk again).
+        .arg("--baseline")
+        .arg(dir.join(&runtime.baseline));
     // 0: no gate failure, 1: some (judged against the baseline), 2: the run itself failed.
     run_into_report(command, options.cases, options, report)
 }

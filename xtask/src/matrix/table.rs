@@ -75,10 +75,6 @@ impl Baseline {
     pub fn parse(text: &str) -> Result<Baseline> {
         Ok(toml::from_str(text)?)
     }
-
-    fn knows(&self, op: &str, rule: &str) -> bool {
-        self.known.iter().any(|k| k.op == op && k.rule == rule)
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,18 +135,33 @@ pub struct Row {
 }
 
 impl Row {
-    /// A row from a campaign's `index.json`; `report` is the report folder relative to the table.
+    /// A row from a campaign's `index.json`, written by `normfuzz conform --baseline` (which
+    /// marks each gate finding known or new and lists the entries it did not reach: the one
+    /// judgement the matrix, `conform` and a runtime's own CI share); `baseline` gives the
+    /// reasons printed under the table; `report` is the report folder relative to the table.
     pub fn from_index(runtime: &Runtime, index: &Value, baseline: &Baseline, report: &str) -> Row {
         let matrix = &index["matrix"];
         let ops: Vec<&str> = strings(&matrix["ops"]);
-        let file_of = |id: &str| {
+        let finding = |id: &str| {
             index["findings"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .find(|f| f["id"] == id && f["gate"] == true)
+        };
+        let file_of = |id: &str| {
+            finding(id)
                 .and_then(|f| f["file"].as_str())
                 .map(|file| format!("{report}/{file}"))
+        };
+        // A gate finding without a standing (a report written without a baseline) is new.
+        let is_new = |id: &str| finding(id).is_some_and(|f| f["baseline"] != "known");
+        let not_reached = |op: &str, rule: &str| {
+            index["baseline"]["notReached"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|k| k["op"] == op && k["rule"] == rule)
         };
         let mut cells = Vec::new();
         for rule in strings(&matrix["rules"]) {
@@ -163,10 +174,10 @@ impl Row {
                 let cell = &matrix["cells"][rule][op];
                 let state = cell["state"].as_str().unwrap_or("n/a");
                 judged |= state != "n/a";
-                listed |= baseline.knows(op, rule);
+                listed |= not_reached(op, rule);
                 if state == "fail" {
                     failed = true;
-                    new |= !baseline.knows(op, rule);
+                    new |= strings(&cell["findings"]).into_iter().any(is_new);
                     hits += cell["hits"].as_u64().unwrap_or(0);
                     findings.extend(strings(&cell["findings"]).into_iter().filter_map(file_of));
                 }
@@ -205,7 +216,12 @@ impl Row {
                 .known
                 .iter()
                 .map(|k| Reason {
-                    rule: k.rule.clone(),
+                    // Entries of other ops than the default name theirs, as e2e ones their case.
+                    rule: if k.op == default_op() {
+                        k.rule.clone()
+                    } else {
+                        format!("{} ({})", k.rule, k.op)
+                    },
                     class: k.class,
                     cause: k.cause.clone(),
                     reason: k.reason.clone(),
@@ -623,6 +639,7 @@ mod tests {
             install: Install::Packages {
                 ecosystem: Ecosystem::Npm,
                 packages: vec!["demo-pkg@1.2.3".into()],
+                python: None,
             },
             command: vec!["node".into()],
             baseline: "demo.baseline.toml".into(),
@@ -630,9 +647,21 @@ mod tests {
     }
 
     /// A campaign index as `normfuzz conform` writes it: S1 and S2 failed, F1 passed, the
-    /// retry rule R1 is not judged on coerce_tool_result.
+    /// retry rule R1 is not judged on coerce_tool_result; no baseline (every finding new).
     fn index() -> Value {
+        index_against(&[], &[])
+    }
+
+    /// The same index judged against a baseline that knows the findings `known` (ids) and did
+    /// not reach the rules `not_reached` on coerce_tool_result.
+    fn index_against(known: &[&str], not_reached: &[&str]) -> Value {
+        let standing = |id: &str| if known.contains(&id) { "known" } else { "new" };
+        let not_reached: Vec<Value> = not_reached
+            .iter()
+            .map(|rule| json!({"op": "coerce_tool_result", "rule": rule}))
+            .collect();
         json!({
+            "baseline": {"notReached": not_reached},
             "cases": 2000, "elapsedMs": 1000, "steadyCasesPerSecond": 2500.0,
             "perOp": {"coerce_tool_result": {"cases": 2000, "divergent": 7}},
             "matrix": {
@@ -647,9 +676,9 @@ mod tests {
                 }
             },
             "findings": [
-                {"id": "c-S1-a", "gate": true, "file": "findings/c-S1-a.json"},
-                {"id": "c-S2-a", "gate": true, "file": "findings/c-S2-a.json"},
-                {"id": "c-S2-b", "gate": true, "file": "findings/c-S2-b.json"},
+                {"id": "c-S1-a", "gate": true, "file": "findings/c-S1-a.json", "baseline": standing("c-S1-a")},
+                {"id": "c-S2-a", "gate": true, "file": "findings/c-S2-a.json", "baseline": standing("c-S2-a")},
+                {"id": "c-S2-b", "gate": true, "file": "findings/c-S2-b.json", "baseline": standing("c-S2-b")},
                 {"id": "c-d", "gate": false, "file": "findings/c-d.json"}
             ]
         })
@@ -662,7 +691,8 @@ mod tests {
              [[known]]\nrule = \"F1\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n",
         )
         .unwrap();
-        let row = Row::from_index(&runtime(), &index(), &baseline, "demo-1.2.3");
+        let judged = index_against(&["c-S2-a", "c-S2-b"], &["F1"]);
+        let row = Row::from_index(&runtime(), &judged, &baseline, "demo-1.2.3");
         let state = |rule: &str| row.cells.iter().find(|(r, _)| r == rule).unwrap().1.state;
         assert_eq!(state("S1"), State::New);
         assert_eq!(state("S2"), State::Known);
@@ -687,7 +717,8 @@ mod tests {
              [[known]]\nrule = \"S2\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n",
         )
         .unwrap();
-        assert!(Row::from_index(&runtime(), &index(), &all_known, "x").green());
+        let judged = index_against(&["c-S1-a", "c-S2-a", "c-S2-b"], &[]);
+        assert!(Row::from_index(&runtime(), &judged, &all_known, "x").green());
     }
 
     /// `normfuzz e2e`'s index: an F5 finding known, an S1 new, a stale B1 entry.

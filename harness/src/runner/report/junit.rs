@@ -70,15 +70,16 @@ pub fn campaign(campaign: &CampaignView<'_>) -> Result<String> {
 }
 
 fn status(campaign: &CampaignView<'_>, rule: Rule, cell: &Cell<'_>) -> TestCaseStatus {
-    let fail_on = &campaign.outcome.fail_on;
+    let outcome = campaign.outcome;
     let failing = match cell.state {
-        // Only findings of a class `--fail-on` names (or not classed) fail the cell.
+        // Only findings that fail the campaign fail the cell: known ones and those of a class
+        // `--fail-on` does not name are listed, not failed.
         State::Fail => {
             cell.findings.is_empty()
                 || cell
                     .findings
                     .iter()
-                    .any(|f| f.impact.as_ref().is_none_or(|i| fail_on.contains(&i.class)))
+                    .any(|f| outcome.fails(f, campaign.strict))
         }
         State::Divergence => campaign.strict,
         State::Pass | State::NotApplicable => false,

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use super::escape::is_invisible;
 use super::libfuzzer::{FuzzRun, Status};
 use super::view::{CampaignView, E2eView};
+use crate::runner::baseline::Standing;
 use crate::runner::campaign::Outcome;
 
 /// Bytes of a minimal input shown in the summary; the finding's file has all of it.
@@ -119,6 +120,30 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
             ""
         }
     );
+    if let Some(judged) = &outcome.baseline {
+        let _ = writeln!(
+            md,
+            "Against the baseline {}: **{} new**, {} known, {} not reached\n",
+            code(&judged.file),
+            judged.new,
+            judged.known,
+            judged.not_reached.len()
+        );
+        for k in &judged.not_reached {
+            let _ = writeln!(
+                md,
+                "- not reached: {} on {} ({}, {}): stale if the SUT fixed it; a longer run or \
+                 the fix's own test tells",
+                k.rule,
+                k.op,
+                k.class,
+                code(&k.cause)
+            );
+        }
+        if !judged.not_reached.is_empty() {
+            md.push('\n');
+        }
+    }
     let _ = writeln!(
         md,
         "| op | cases | passed | failed | divergent | rules hit |\n|---|---|---|---|---|---|"
@@ -144,7 +169,12 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
         let _ = writeln!(md, "\n## Findings\n");
     }
     for f in &outcome.findings {
-        let verdict = if f.gate { "gate failure" } else { "divergence" };
+        let verdict = match (f.gate, f.baseline) {
+            (true, Some(Standing::Known)) => "known",
+            (true, Some(Standing::New)) => "new gate failure",
+            (true, None) => "gate failure",
+            (false, _) => "divergence",
+        };
         let class = match &f.impact {
             Some(impact) => format!("{verdict}, {}: {}", impact.class, impact.why),
             None => verdict.to_string(),

@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
+use crate::runner::baseline::Standing;
 use crate::runner::campaign::{Finding, Outcome, Sample, Tally};
 use crate::runner::upstream::RuntimeId;
 
@@ -73,6 +74,10 @@ pub fn read(dir: &Path) -> Result<Part> {
             Some(classes) => serde_json::from_value(classes.clone())?,
             None => crate::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
         },
+        baseline: match index.get("baseline") {
+            Some(judged) if !judged.is_null() => Some(serde_json::from_value(judged.clone())?),
+            _ => None,
+        },
         timeline: serde_json::from_value(field("timeline")?.clone())?,
     };
     Ok(Part {
@@ -132,6 +137,10 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
             }
         }
         into.timeline = add_timelines(&into.timeline, &from.timeline);
+        // An entry is not reached by the whole run if no shard reached it.
+        if let (Some(into), Some(from)) = (&mut into.baseline, from.baseline) {
+            into.not_reached.retain(|k| from.not_reached.contains(k));
+        }
     }
     let outcome = &mut whole.outcome;
     // The order `campaign::run` gives: gate failures first, then by op, rule and id.
@@ -140,6 +149,16 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
             .cmp(&a.gate)
             .then_with(|| (a.op, a.rule, &a.id).cmp(&(b.op, b.rule, &b.id)))
     });
+    if let Some(judged) = &mut outcome.baseline {
+        let standing = |s| {
+            outcome
+                .findings
+                .iter()
+                .filter(|f| f.baseline == Some(s))
+                .count() as u64
+        };
+        (judged.known, judged.new) = (standing(Standing::Known), standing(Standing::New));
+    }
     // The last sample is the final state, as in a campaign's own series.
     let (cases, findings) = (outcome.cases(), outcome.findings.len() as u64);
     if let Some(last) = outcome.timeline.last_mut() {

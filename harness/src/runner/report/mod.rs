@@ -6,7 +6,8 @@
 //! - `summary.md`, also appended to `$GITHUB_STEP_SUMMARY` when that is set (`markdown.rs`),
 //! - `report.html`, one self-contained page with the rule × op matrix and plots (`html/`),
 //!
-//! plus, for a campaign, one `findings/<id>.json` per distinct bug with its one-line repro.
+//! plus, for a campaign, one `findings/<id>.json` per distinct bug with its one-line repro and
+//! `results.sarif` (SARIF 2.1.0, for code scanning: `sarif.rs`).
 //! Every file is written with `crate::fs::write_atomic` (a temporary file in the same folder,
 //! renamed into place), so a run killed at any moment leaves no half-written file. A campaign's
 //! folder is also put in place as one unit (`publish`: written into a hidden sibling, then that
@@ -34,6 +35,7 @@ mod markdown;
 mod matrix;
 mod pretty;
 mod publish;
+mod sarif;
 mod upstream;
 mod view;
 
@@ -121,13 +123,17 @@ pub fn step_summary_path() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// `reports/<name>` with `{stamp}` in `name` replaced by the current Unix time: the default
-/// folder of every run, so runs never overwrite each other and sort by start.
+/// `reports/<name>` with `{stamp}` in `name` replaced by the current UTC time to the second
+/// (`2026-11-26T09-43-19Z`: RFC 3339 with `-` for `:`, which Windows and some archivers refuse):
+/// the default folder of every run, so runs never overwrite each other and sort by start.
 pub fn default_dir(name: &str) -> PathBuf {
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    Path::new("reports").join(name.replace("{stamp}", &stamp.to_string()))
+    Path::new("reports").join(name.replace("{stamp}", &stamp(std::time::SystemTime::now())))
+}
+
+fn stamp(at: std::time::SystemTime) -> String {
+    humantime::format_rfc3339_seconds(at)
+        .to_string()
+        .replace(':', "-")
 }
 
 /// Writes a campaign's report into `dir` as one unit (`publish`): a previous report there is
@@ -144,10 +150,11 @@ pub fn write(
     // Repro commands name the final folder, not the staging one.
     let campaign = CampaignView::new(dir, outcome, sut_command, strict);
     let summary = markdown::campaign(&campaign);
-    let (index, junit, html) = (
+    let (index, junit, html, sarif) = (
         index(&campaign, runtime),
         junit::campaign(&campaign)?,
         html::campaign(&campaign),
+        sarif::campaign(&campaign),
     );
     publish::publish(dir, &publish::REPORT_ENTRIES, |into| {
         for finding in &outcome.findings {
@@ -159,6 +166,7 @@ pub fn write(
                 },
             )?;
         }
+        write_json(&into.join("results.sarif"), &sarif)?;
         write_formats(into, &index, &summary, &junit, &html, None)
     })?;
     if let Some(path) = step_summary {
@@ -191,6 +199,7 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "steadyCasesPerSecond": outcome.steady_rate().map(rounded),
         "faults": outcome.faults,
         "failOn": outcome.fail_on,
+        "baseline": outcome.baseline,
         "cases": outcome.cases(),
         "failed": outcome.failed(campaign.strict),
         "perOp": outcome.per_op,
@@ -199,8 +208,22 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "findings": outcome.findings.iter().map(|f| serde_json::json!({
             "id": f.id, "op": f.op, "rule": f.rule, "gate": f.gate, "kind": f.kind, "hits": f.hits,
             "class": f.impact.as_ref().map(|i| i.class), "why": f.impact.as_ref().map(|i| &i.why),
+            "baseline": f.baseline,
             "firstSeenMs": f.first_seen_ms, "file": finding_file(f), "repro": campaign.repro(f),
         })).collect::<Vec<_>>(),
-        "files": {"junit": "junit.xml", "summary": "summary.md", "html": "report.html"},
+        "files": {"junit": "junit.xml", "summary": "summary.md", "html": "report.html", "sarif": "results.sarif"},
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn report_folders_are_named_by_readable_utc_time() {
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_686_199);
+        assert_eq!(super::stamp(at), "2026-11-26T09-43-19Z");
+        let dir = super::default_dir("{stamp}-seed1");
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        assert_eq!(name.len(), "2026-11-26T09-43-19Z-seed1".len(), "{name}");
+        assert!(name.ends_with("Z-seed1") && !name.contains(':'), "{name}");
+    }
 }

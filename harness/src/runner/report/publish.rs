@@ -14,9 +14,10 @@ use anyhow::{Context, Result};
 /// What a campaign's report folder holds. An existing folder is replaced only if it holds
 /// nothing else (hidden names aside: a killed writer's temporary files), so `--report` never
 /// deletes anyone's files; a folder holding other files is written in place, as before.
-pub(super) const REPORT_ENTRIES: [&str; 5] = [
+pub(super) const REPORT_ENTRIES: [&str; 6] = [
     "index.json",
     "junit.xml",
+    "results.sarif",
     "summary.md",
     "report.html",
     "findings",

@@ -1,0 +1,275 @@
+//! Known findings of a SUT (`--baseline FILE`), as in the MCP conformance suite's
+//! expected-failures file: a finding of an (op, rule) the baseline lists keeps the run green and
+//! is counted, not shrunk again; a new one fails the run; a listed one the run did not reach is
+//! reported (a fuzz campaign that missed a finding has not shown it fixed: a longer run, or the
+//! fix's own test, tells). `cargo xtask matrix` passes each runtime's unit baseline here, so the
+//! matrix, `normfuzz conform` and a runtime's own CI judge with this one code; the e2e level's
+//! baselines, keyed by scenario case and layer, are `runner::e2e::baseline`.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::Op;
+use crate::rule::Rule;
+use crate::runner::campaign::Finding;
+use crate::runner::impact::Class;
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Baseline {
+    #[serde(default)]
+    pub known: Vec<Known>,
+}
+
+/// One known finding: every finding of `rule` on `op`, whatever its kind.
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Known {
+    #[serde(default = "default_op")]
+    pub op: Op,
+    pub rule: Rule,
+    /// The impact class read in the SUT's code (`runner::impact`).
+    pub class: Class,
+    /// The root cause, a short id shared by the entries of one behaviour.
+    pub cause: String,
+    pub reason: String,
+}
+
+/// The op of an entry that names none: the matrix's first baselines were all of tool results.
+fn default_op() -> Op {
+    Op::CoerceToolResult
+}
+
+/// A finding's standing against the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Standing {
+    Known,
+    New,
+}
+
+/// What a campaign's findings are against a baseline: kept in the report and its `index.json`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Judgement {
+    /// The baseline file, as given.
+    pub file: String,
+    pub known: u64,
+    pub new: u64,
+    /// Entries whose op the campaign judged and whose finding it did not show.
+    pub not_reached: Vec<Known>,
+}
+
+impl Baseline {
+    pub fn load(path: &Path) -> Result<Baseline> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read baseline {}", path.display()))?;
+        Self::parse(&text).with_context(|| format!("invalid baseline {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Baseline> {
+        let baseline: Baseline = toml::from_str(text)?;
+        for k in &baseline.known {
+            anyhow::ensure!(
+                is_cause_id(&k.cause),
+                "{} {}: cause {:?} is not a short id (letters, digits, - and _)",
+                k.op,
+                k.rule,
+                k.cause
+            );
+        }
+        Ok(baseline)
+    }
+
+    /// The entry that knows findings of `rule` on `op`.
+    pub fn entry(&self, op: Op, rule: Rule) -> Option<&Known> {
+        self.known.iter().find(|k| k.op == op && k.rule == rule)
+    }
+
+    pub fn knows(&self, op: Op, rule: Rule) -> bool {
+        self.entry(op, rule).is_some()
+    }
+
+    /// Judges `findings` (gate findings only: a divergence is never new) of a campaign that
+    /// judged `ops`; `file` names the baseline in the report.
+    pub fn judge(&self, file: &str, findings: &[Finding], ops: &BTreeSet<Op>) -> Judgement {
+        let gate = findings.iter().filter(|f| f.gate);
+        let known = gate.clone().filter(|f| self.knows(f.op, f.rule)).count() as u64;
+        let new = gate.count() as u64 - known;
+        let not_reached = self
+            .known
+            .iter()
+            .filter(|k| ops.contains(&k.op))
+            .filter(|k| !findings.iter().any(|f| f.op == k.op && f.rule == k.rule))
+            .cloned()
+            .collect();
+        Judgement {
+            file: file.to_string(),
+            known,
+            new,
+            not_reached,
+        }
+    }
+}
+
+/// A baseline that knows every gate finding of a run (`--write-baseline`): one entry per
+/// (op, rule), its class the derived one, its cause and reason to be filled in from the SUT's
+/// code (a baseline whose reasons nobody read is a list of ignored bugs).
+pub fn draft(findings: &[Finding], command: &str) -> String {
+    let mut out = format!(
+        "# Known findings of `{command}`, drafted by `normfuzz conform --write-baseline`.\n\
+         # For each entry, read the SUT's code and replace `cause` (a short id shared by the\n\
+         # entries of one root cause) and `reason` (why it is real, or why it is accepted);\n\
+         # `class` is the one derived from the run's evidence: correct it if the code says\n\
+         # otherwise (bug, hardening or spec: see the spec's \"Impact classes\").\n"
+    );
+    let mut seen = BTreeSet::new();
+    let gate: Vec<&Finding> = findings.iter().filter(|f| f.gate).collect();
+    for f in &gate {
+        if !seen.insert((f.op, f.rule)) {
+            continue;
+        }
+        // Every kind the entry will know, so the reader sees all it keeps green.
+        let kinds: Vec<&str> = gate
+            .iter()
+            .filter(|g| (g.op, g.rule) == (f.op, f.rule))
+            .map(|g| g.kind.as_str())
+            .collect();
+        let class = f.impact.as_ref().map_or(Class::Bug, |i| i.class);
+        let known = Known {
+            op: f.op,
+            rule: f.rule,
+            class,
+            cause: cause_id(&f.kind),
+            reason: format!(
+                "TODO: read in the SUT's code. Found: {}; e.g. {} (finding {})",
+                kinds.join("; "),
+                crate::excerpt::bounded(&f.detail, 200),
+                f.id
+            ),
+        };
+        let entry = toml::to_string(&known).unwrap_or_default();
+        let _ = write!(out, "\n[[known]]\n{entry}");
+    }
+    out
+}
+
+/// A finding kind as a cause id: lower-case letters, digits and dashes.
+fn cause_id(kind: &str) -> String {
+    let mut id = String::new();
+    for c in kind.chars() {
+        if c.is_ascii_alphanumeric() {
+            id.push(c.to_ascii_lowercase());
+        } else if !id.ends_with('-') && !id.is_empty() {
+            id.push('-');
+        }
+        if id.len() >= 60 {
+            break;
+        }
+    }
+    let id = id.trim_end_matches('-').to_string();
+    if id.is_empty() { "unknown".into() } else { id }
+}
+
+fn is_cause_id(cause: &str) -> bool {
+    !cause.is_empty()
+        && cause
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Answer;
+
+    fn finding(op: Op, rule: Rule, gate: bool, kind: &str) -> Finding {
+        crate::runner::shrink::finding(
+            op,
+            crate::oracle::judge::Violation {
+                rule,
+                gate,
+                kind: kind.into(),
+                detail: "a kept MEDIA: line".into(),
+            },
+            serde_json::json!({"text": "x"}),
+            Answer::Output(serde_json::json!({})),
+            Answer::Output(serde_json::json!({})),
+            1,
+            0,
+        )
+    }
+
+    #[test]
+    fn known_new_and_not_reached() {
+        let baseline = Baseline::parse(
+            "[[known]]\nop = \"neutralize_text\"\nrule = \"S1\"\nclass = \"hardening\"\n\
+             cause = \"keeps-lines\"\nreason = \"r\"\n\
+             [[known]]\nrule = \"F1\"\nclass = \"bug\"\ncause = \"drops-images\"\nreason = \"r\"\n\
+             [[known]]\nop = \"parse_reply\"\nrule = \"S3\"\nclass = \"bug\"\ncause = \"c\"\n\
+             reason = \"r\"\n",
+        )
+        .unwrap();
+        assert!(baseline.knows(Op::NeutralizeText, Rule::S1));
+        assert!(
+            baseline.knows(Op::CoerceToolResult, Rule::F1),
+            "an entry without op is of coerce_tool_result"
+        );
+        assert!(!baseline.knows(Op::CoerceToolResult, Rule::S1));
+        let findings = [
+            finding(Op::NeutralizeText, Rule::S1, true, "kept"),
+            finding(Op::NeutralizeText, Rule::S1, true, "other kind, same rule"),
+            finding(Op::CoerceToolResult, Rule::S2, true, "new"),
+            finding(
+                Op::CoerceToolResult,
+                Rule::C4,
+                false,
+                "a divergence is never new",
+            ),
+        ];
+        let ops = BTreeSet::from([Op::NeutralizeText, Op::CoerceToolResult]);
+        let judged = baseline.judge("b.toml", &findings, &ops);
+        assert_eq!((judged.known, judged.new), (2, 1));
+        // F1 was judged and not found; parse_reply did not run, so its entry is not listed.
+        assert_eq!(judged.not_reached.len(), 1);
+        assert_eq!(judged.not_reached[0].rule, Rule::F1);
+    }
+
+    #[test]
+    fn bad_baselines_are_refused_with_their_reason() {
+        let missing_class = "[[known]]\nrule = \"F1\"\ncause = \"c\"\nreason = \"r\"\n";
+        assert!(Baseline::parse(missing_class).is_err());
+        let bad_rule = "[[known]]\nrule = \"Z9\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n";
+        assert!(Baseline::parse(bad_rule).is_err());
+        let bad_cause =
+            "[[known]]\nrule = \"F1\"\nclass = \"bug\"\ncause = \"a b\"\nreason = \"r\"\n";
+        let err = Baseline::parse(bad_cause).unwrap_err();
+        assert!(format!("{err:#}").contains("short id"), "{err:#}");
+    }
+
+    #[test]
+    fn a_drafted_baseline_knows_the_run_it_came_from() {
+        let findings = [
+            finding(Op::NeutralizeText, Rule::S1, true, "kept_directive: MEDIA"),
+            finding(Op::NeutralizeText, Rule::S1, true, "another kind"),
+            finding(Op::CoerceToolResult, Rule::C4, false, "divergence"),
+        ];
+        let text = draft(&findings, "python3 shim.py");
+        let baseline = Baseline::parse(&text).unwrap();
+        assert_eq!(
+            baseline.known.len(),
+            1,
+            "one entry per (op, rule), gate only"
+        );
+        assert_eq!(baseline.known[0].cause, "kept-directive-media");
+        assert!(baseline.known[0].reason.starts_with("TODO"));
+        let ops = BTreeSet::from([Op::NeutralizeText, Op::CoerceToolResult]);
+        let judged = baseline.judge("b.toml", &findings, &ops);
+        assert_eq!((judged.known, judged.new), (2, 0));
+        assert!(judged.not_reached.is_empty());
+    }
+}
