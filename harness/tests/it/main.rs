@@ -18,6 +18,7 @@ mod properties;
 mod reply_rules;
 mod report_formats;
 mod report_fuzz;
+mod report_schemas;
 mod report_timeline;
 mod retry_rules;
 mod stream_cli;
