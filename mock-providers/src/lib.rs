@@ -31,7 +31,7 @@ pub mod server;
 mod verdict;
 
 pub use providers::tool_result_request;
-pub use script::{Chunk, Script, Turn};
+pub use script::{Chunk, Failure, FailureKind, Script, Served, Step, Turn};
 pub use verdict::{Provider, Verdict};
 
 /// Judges `body` as `provider`'s real API would. Never panics, whatever the bytes.

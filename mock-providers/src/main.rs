@@ -31,7 +31,9 @@ enum Command {
         /// Address to bind (loopback by default; port 0 picks a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         addr: SocketAddr,
-        /// Script of turns (JSON) answered to accepted requests, in order.
+        /// Script of turns (JSON) answered to accepted requests, in order: answers, or failures
+        /// in the API's own envelope (`{"error": "rate_limit", "times": 2}`), with queues per API
+        /// or model under `providers` (format: `mock-providers/src/script.rs`).
         #[arg(long)]
         script: Option<PathBuf>,
         /// Append every request and its verdict to this JSON Lines file (Telegram uploads are

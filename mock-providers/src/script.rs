@@ -1,17 +1,32 @@
-//! Scripted answers: a queue of turns popped by each accepted request, so an agent runtime can be driven
-//! through a tool round trip (first a tool call, then a final text).
+//! Scripted answers: queues of steps popped by each accepted request, so an agent runtime can be driven
+//! through a tool round trip (first a tool call, then a final text), or through failures of one
+//! provider while another answers (model fallback, SDK retries).
 //!
-//! Script JSON: `[turn, ...]` or `{"turns": [turn, ...], "after": turn}`; `after` (default: text "ok")
-//! answers once the queue is empty. A turn is one of
+//! Script JSON: `[step, ...]` or `{"turns": [step, ...], "after": step, "providers": {KEY: queue}}`;
+//! `after` (default: text "ok") answers once the queue is empty. A step is one of
 //! - `{"text": "Hello"}` — one text answer, streamed as one delta;
 //! - `{"chunks": ["MED", "IA: /etc/passwd\n", {"json": "\\ud83d"}, {"json": "\\ude00"}]}` — streamed text,
 //!   one delta event per chunk. A `{"json": ...}` chunk is spliced raw into the JSON string literal of its
 //!   event, so a surrogate pair (a character beyond the BMP) can be split across two events;
-//! - `{"tool_call": {"name": "get_attachment", "arguments": {...}, "id": "call_1"}}` (`id` optional).
+//! - `{"tool_call": {"name": "get_attachment", "arguments": {...}, "id": "call_1"}}` (`id` optional);
+//! - `{"error": KIND, "times": N, "retry_after": S}` — the API's own error answer (status, envelope,
+//!   retry headers) to the next `N` requests (default 1), then the next step: `[{"error":
+//!   "rate_limit", "times": 2}, {"text": "ok"}]` fails twice, then answers, so an SDK's own retries
+//!   show in the capture. KIND: `rate_limit` (429), `server_error` (500), `overloaded` (503;
+//!   Anthropic 529), `image` and `format` (400). `retry_after` (seconds, default 1) feeds the
+//!   retry headers. The envelopes per API are in `providers/*` (`fn failure`).
+//!
+//! `providers` gives an API, or one model of it, a queue of its own (`[step, ...]` or `{"turns",
+//! "after"}`), keyed `"anthropic"` or `"anthropic/claude-x"` (the API names of
+//! [`Provider::name`]; the model as the request names it: the body's `model`, Gemini's and
+//! Bedrock's path segment, percent-decoded). A request takes the queue of its API and model, else
+//! of its API, else the shared `turns`: two providers of one case (a primary and its fallback, even
+//! two models behind one mock API) answer differently.
 
+use crate::verdict::Provider;
 use anyhow::{Context, bail};
 use serde_json::Value;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::path::Path;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -80,7 +95,7 @@ impl Turn {
                 arguments,
             });
         }
-        bail!("a turn needs one of `text`, `chunks`, `tool_call`")
+        bail!("a turn needs one of `text`, `chunks`, `tool_call` (a script step may be an `error`)")
     }
 
     /// One piece per streamed delta (none for a tool call).
@@ -223,52 +238,258 @@ impl Reply {
     }
 }
 
-/// The queue of turns answered to accepted requests, in order, across all providers.
+/// What an API answers to a scripted failure (`{"error": KIND}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// 429 (Ollama, which has no rate limit of its own: its 503 "server busy").
+    RateLimit,
+    /// 500.
+    ServerError,
+    /// 503; Anthropic's 529 `overloaded_error`.
+    Overloaded,
+    /// 400: the API cannot process an image of the request.
+    Image,
+    /// 400: an image's declared format is refused (the failure runtimes classify as a format error).
+    Format,
+}
+
+impl FailureKind {
+    pub const ALL: [FailureKind; 5] = [
+        FailureKind::RateLimit,
+        FailureKind::ServerError,
+        FailureKind::Overloaded,
+        FailureKind::Image,
+        FailureKind::Format,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureKind::RateLimit => "rate_limit",
+            FailureKind::ServerError => "server_error",
+            FailureKind::Overloaded => "overloaded",
+            FailureKind::Image => "image",
+            FailureKind::Format => "format",
+        }
+    }
+
+    fn parse(s: &str) -> anyhow::Result<FailureKind> {
+        FailureKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .with_context(|| {
+                let names: Vec<_> = FailureKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown error {s:?}: expected one of {}", names.join(", "))
+            })
+    }
+}
+
+/// A scripted failure: the API's own error answer, `times` requests in a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// How many requests in a row get it (at least 1).
+    pub times: u32,
+    /// Seconds a client is told to wait (`retry-after`, Gemini's `RetryInfo`, ...).
+    pub retry_after: u32,
+}
+
+/// An hour: more than any test waits, and what SDKs cap `retry-after` well below.
+const MAX_RETRY_AFTER: u64 = 3600;
+
+impl Failure {
+    pub fn new(kind: FailureKind) -> Failure {
+        Failure {
+            kind,
+            times: 1,
+            retry_after: 1,
+        }
+    }
+
+    fn from_json(obj: &serde_json::Map<String, Value>) -> anyhow::Result<Failure> {
+        let kind = obj
+            .get("error")
+            .and_then(Value::as_str)
+            .context("`error` must be a string")?;
+        let mut failure = Failure::new(FailureKind::parse(kind)?);
+        if let Some(t) = obj.get("times") {
+            failure.times = t
+                .as_u64()
+                .filter(|&n| n >= 1)
+                .and_then(|n| u32::try_from(n).ok())
+                .context("`times` must be an integer of at least 1")?;
+        }
+        if let Some(r) = obj.get("retry_after") {
+            failure.retry_after = r
+                .as_u64()
+                .filter(|&n| n <= MAX_RETRY_AFTER)
+                .and_then(|n| u32::try_from(n).ok())
+                .with_context(|| {
+                    format!("`retry_after` must be an integer of seconds, 0 to {MAX_RETRY_AFTER}")
+                })?;
+        }
+        for key in obj.keys() {
+            if !matches!(key.as_str(), "error" | "times" | "retry_after") {
+                bail!("unknown field `{key}` in an error step (fields: error, times, retry_after)");
+            }
+        }
+        Ok(failure)
+    }
+}
+
+/// One entry of a script's queue: an answer, or a failure served `times` times.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Answer(Turn),
+    Fail(Failure),
+}
+
+impl Step {
+    pub fn from_json(v: &Value) -> anyhow::Result<Step> {
+        match v.as_object() {
+            Some(obj) if obj.contains_key("error") => Ok(Step::Fail(Failure::from_json(obj)?)),
+            _ => Turn::from_json(v).map(Step::Answer),
+        }
+    }
+}
+
+/// What one request is answered with, and from where.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served {
+    pub step: Step,
+    /// The `providers` key of the queue that answered; `None` for the shared queue.
+    pub queue: Option<String>,
+    /// For a failure: which of its `times` this is (1-based); 1 for an answer.
+    pub attempt: u32,
+}
+
+/// One queue: its steps in order, then `after` for ever.
+#[derive(Debug, Clone, PartialEq)]
+struct Queue {
+    steps: VecDeque<Step>,
+    after: Step,
+    /// Requests the head step (or `after`, once the queue is empty) has answered so far.
+    served: u32,
+}
+
+impl Queue {
+    fn new(steps: Vec<Step>, after: Step) -> Queue {
+        Queue {
+            steps: steps.into(),
+            after,
+            served: 0,
+        }
+    }
+
+    /// `[step, ...]` or `{"turns": [...], "after": step}`; `providers` only at the top.
+    fn from_json(v: &Value, top: bool) -> anyhow::Result<Queue> {
+        let (steps, after) = match v {
+            Value::Array(steps) => (steps.as_slice(), None),
+            Value::Object(o) => {
+                for key in o.keys() {
+                    let known =
+                        matches!(key.as_str(), "turns" | "after") || (top && key == "providers");
+                    if !known {
+                        bail!(
+                            "unknown field `{key}` in a script (fields: turns, after{})",
+                            if top { ", providers" } else { "" }
+                        );
+                    }
+                }
+                let steps = match o.get("turns") {
+                    None => &[][..],
+                    Some(t) => t.as_array().context("`turns` must be an array")?.as_slice(),
+                };
+                (steps, o.get("after"))
+            }
+            _ => bail!("a script is an array of turns or {{\"turns\": [...], \"after\": turn}}"),
+        };
+        let steps = steps
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Step::from_json(t).with_context(|| format!("turn {i}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let after = after
+            .map(Step::from_json)
+            .transpose()
+            .context("`after`")?
+            .unwrap_or_else(|| Step::Answer(Turn::text("ok")));
+        Ok(Queue::new(steps, after))
+    }
+
+    fn next(&mut self) -> (Step, u32) {
+        let head = self.steps.front().unwrap_or(&self.after).clone();
+        self.served = self.served.saturating_add(1);
+        let attempt = self.served;
+        let done = match &head {
+            Step::Answer(_) => true,
+            Step::Fail(f) => self.served >= f.times,
+        };
+        // `after` repeats for ever; each of its failures counts from 1 again.
+        if done {
+            self.served = 0;
+            self.steps.pop_front();
+        }
+        (head, attempt)
+    }
+}
+
+/// The queues of steps answered to accepted requests: one shared, and one per API or model that
+/// `providers` names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Script {
-    turns: VecDeque<Turn>,
-    after: Turn,
+    shared: Queue,
+    keyed: BTreeMap<String, Queue>,
 }
 
 impl Default for Script {
     fn default() -> Self {
-        Script {
-            turns: VecDeque::new(),
-            after: Turn::text("ok"),
-        }
+        Script::new(Vec::new(), Turn::text("ok"))
     }
 }
 
 impl Script {
     pub fn new(turns: Vec<Turn>, after: Turn) -> Script {
+        Script::of_steps(
+            turns.into_iter().map(Step::Answer).collect(),
+            Step::Answer(after),
+        )
+    }
+
+    /// A shared queue of steps, failures included.
+    pub fn of_steps(steps: Vec<Step>, after: Step) -> Script {
         Script {
-            turns: turns.into(),
-            after,
+            shared: Queue::new(steps, after),
+            keyed: BTreeMap::new(),
         }
     }
 
+    /// Gives `key` (`"anthropic"`, `"anthropic/claude-x"`) a queue of its own.
+    pub fn with_queue(
+        mut self,
+        key: &str,
+        steps: Vec<Step>,
+        after: Step,
+    ) -> anyhow::Result<Script> {
+        check_key(key)?;
+        self.keyed.insert(key.to_string(), Queue::new(steps, after));
+        Ok(self)
+    }
+
     pub fn from_json(v: &Value) -> anyhow::Result<Script> {
-        let (turns, after) = match v {
-            Value::Array(turns) => (turns.as_slice(), None),
-            Value::Object(o) => (
-                o.get("turns")
-                    .and_then(Value::as_array)
-                    .map_or(&[][..], Vec::as_slice),
-                o.get("after"),
-            ),
-            _ => bail!("a script is an array of turns or {{\"turns\": [...], \"after\": turn}}"),
-        };
-        let turns = turns
-            .iter()
-            .enumerate()
-            .map(|(i, t)| Turn::from_json(t).with_context(|| format!("turn {i}")))
-            .collect::<anyhow::Result<Vec<_>>>()?;
-        let after = after
-            .map(Turn::from_json)
-            .transpose()
-            .context("`after`")?
-            .unwrap_or_else(|| Turn::text("ok"));
-        Ok(Script::new(turns, after))
+        let shared = Queue::from_json(v, true)?;
+        let mut keyed = BTreeMap::new();
+        if let Some(providers) = v.get("providers") {
+            let providers = providers
+                .as_object()
+                .context("`providers` must be an object of queues keyed by API or API/model")?;
+            for (key, queue) in providers {
+                check_key(key).with_context(|| format!("`providers.{key}`"))?;
+                let queue =
+                    Queue::from_json(queue, false).with_context(|| format!("`providers.{key}`"))?;
+                keyed.insert(key.clone(), queue);
+            }
+        }
+        Ok(Script { shared, keyed })
     }
 
     pub fn load(path: &Path) -> anyhow::Result<Script> {
@@ -276,17 +497,52 @@ impl Script {
             std::fs::read(path).with_context(|| format!("reading script {}", path.display()))?;
         let v: Value = serde_json::from_slice(&text)
             .with_context(|| format!("parsing script {}", path.display()))?;
-        Script::from_json(&v)
+        Script::from_json(&v).with_context(|| format!("script {}", path.display()))
     }
 
-    /// The next answer: the head of the queue, or `after` once it is empty.
-    pub fn next_turn(&mut self) -> Turn {
-        self.turns.pop_front().unwrap_or_else(|| self.after.clone())
+    /// The answer to a request of `provider` for `model`: the head of the queue of that model,
+    /// else of that API, else the shared one (or its `after` once empty).
+    pub fn next(&mut self, provider: Provider, model: Option<&str>) -> Served {
+        let api = provider.name();
+        let key = model
+            .map(|m| format!("{api}/{m}"))
+            .filter(|k| self.keyed.contains_key(k))
+            .or_else(|| self.keyed.contains_key(api).then(|| api.to_string()));
+        let queue = match &key {
+            Some(k) => self.keyed.get_mut(k),
+            None => None,
+        };
+        let (step, attempt) = queue.unwrap_or(&mut self.shared).next();
+        Served {
+            step,
+            queue: key,
+            attempt,
+        }
     }
 
+    /// Steps left before `after`, in all queues.
     pub fn remaining(&self) -> usize {
-        self.turns.len()
+        self.shared.steps.len() + self.keyed.values().map(|q| q.steps.len()).sum::<usize>()
     }
+}
+
+/// `api` or `api/model`, with `api` one of [`Provider::name`].
+fn check_key(key: &str) -> anyhow::Result<()> {
+    let (api, model) = match key.split_once('/') {
+        Some((api, model)) => (api, Some(model)),
+        None => (key, None),
+    };
+    if !Provider::ALL.iter().any(|p| p.name() == api) {
+        let names: Vec<_> = Provider::ALL.iter().map(|p| p.name()).collect();
+        bail!(
+            "unknown API {api:?} in a `providers` key: expected one of {}, optionally followed by /MODEL",
+            names.join(", ")
+        );
+    }
+    if model == Some("") {
+        bail!("empty model in the `providers` key {key:?}");
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -330,12 +586,146 @@ mod tests {
         }
     }
 
+    fn answer(served: Served) -> Turn {
+        match served.step {
+            Step::Answer(t) => t,
+            Step::Fail(f) => panic!("expected an answer, got {f:?}"),
+        }
+    }
+
     #[test]
     fn the_queue_pops_in_order_then_repeats_after() {
         let mut s = Script::from_json(&json!({"turns": [{"tool_call": {"name": "t"}}, {"text": "done"}], "after": {"text": "again"}})).unwrap();
-        assert!(matches!(s.next_turn(), Turn::ToolCall { .. }));
-        assert_eq!(s.next_turn(), Turn::text("done"));
-        assert_eq!(s.next_turn(), Turn::text("again"));
-        assert_eq!(s.next_turn(), Turn::text("again"));
+        let mut next = || answer(s.next(Provider::Anthropic, None));
+        assert!(matches!(next(), Turn::ToolCall { .. }));
+        assert_eq!(next(), Turn::text("done"));
+        assert_eq!(next(), Turn::text("again"));
+        assert_eq!(next(), Turn::text("again"));
+    }
+
+    #[test]
+    fn a_failure_is_served_times_times_then_the_next_step() {
+        let mut s = Script::from_json(
+            &json!([{"error": "rate_limit", "times": 3, "retry_after": 2}, {"text": "ok now"}]),
+        )
+        .unwrap();
+        assert_eq!(s.remaining(), 2);
+        for attempt in 1..=3 {
+            let served = s.next(Provider::OpenAiChat, Some("gpt-x"));
+            assert_eq!(served.attempt, attempt);
+            assert_eq!(
+                served.step,
+                Step::Fail(Failure {
+                    kind: FailureKind::RateLimit,
+                    times: 3,
+                    retry_after: 2
+                })
+            );
+        }
+        assert_eq!(
+            answer(s.next(Provider::OpenAiChat, None)),
+            Turn::text("ok now")
+        );
+        assert_eq!(answer(s.next(Provider::OpenAiChat, None)), Turn::text("ok"));
+    }
+
+    #[test]
+    fn a_failing_after_fails_for_ever_counting_each_request() {
+        let mut s =
+            Script::from_json(&json!({"after": {"error": "overloaded", "times": 2}})).unwrap();
+        let attempts: Vec<u32> = (0..5)
+            .map(|_| s.next(Provider::Anthropic, None).attempt)
+            .collect();
+        assert_eq!(attempts, [1, 2, 1, 2, 1]);
+        assert!(matches!(
+            s.next(Provider::Anthropic, None).step,
+            Step::Fail(_)
+        ));
+    }
+
+    #[test]
+    fn queues_are_keyed_by_model_then_api_then_shared() {
+        let mut s = Script::from_json(&json!({
+            "turns": [{"text": "shared"}],
+            "providers": {
+                "anthropic": {"turns": [{"error": "overloaded"}], "after": {"text": "api"}},
+                "anthropic/claude-fallback": [{"text": "model"}],
+            }
+        }))
+        .unwrap();
+        assert_eq!(s.remaining(), 3);
+        let primary = s.next(Provider::Anthropic, Some("claude-primary"));
+        assert_eq!(primary.queue.as_deref(), Some("anthropic"));
+        assert!(matches!(primary.step, Step::Fail(_)));
+        let fallback = s.next(Provider::Anthropic, Some("claude-fallback"));
+        assert_eq!(fallback.queue.as_deref(), Some("anthropic/claude-fallback"));
+        assert_eq!(answer(fallback), Turn::text("model"));
+        assert_eq!(
+            answer(s.next(Provider::Anthropic, Some("claude-primary"))),
+            Turn::text("api")
+        );
+        let other = s.next(Provider::Gemini, Some("gemini-x"));
+        assert_eq!(other.queue, None);
+        assert_eq!(answer(other), Turn::text("shared"));
+    }
+
+    #[test]
+    fn scripts_built_in_code_match_their_json() {
+        let fail = Step::Fail(Failure::new(FailureKind::Image));
+        let built = Script::of_steps(vec![], Step::Answer(Turn::text("ok")))
+            .with_queue(
+                "gemini/g",
+                vec![fail.clone()],
+                Step::Answer(Turn::text("later")),
+            )
+            .unwrap();
+        let parsed = Script::from_json(
+            &json!({"providers": {"gemini/g": {"turns": [{"error": "image"}], "after": {"text": "later"}}}}),
+        )
+        .unwrap();
+        assert_eq!(built, parsed);
+        let e = Script::default()
+            .with_queue("gpt", vec![], fail)
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown API \"gpt\""), "{e}");
+    }
+
+    #[test]
+    fn bad_error_steps_and_keys_are_refused_with_the_reason() {
+        let cases = [
+            (json!([{"error": "teapot"}]), "unknown error \"teapot\""),
+            (
+                json!([{"error": "rate_limit", "times": 0}]),
+                "`times` must be an integer of at least 1",
+            ),
+            (
+                json!([{"error": "rate_limit", "times": "2"}]),
+                "`times` must be an integer",
+            ),
+            (
+                json!([{"error": "image", "retry_after": 99999}]),
+                "`retry_after` must be an integer of seconds",
+            ),
+            (
+                json!([{"error": "image", "status": 400}]),
+                "unknown field `status`",
+            ),
+            (
+                json!({"providers": {"openai": []}}),
+                "unknown API \"openai\"",
+            ),
+            (json!({"providers": {"gemini/": []}}), "empty model"),
+            (json!({"providers": []}), "`providers` must be an object"),
+            (
+                json!({"providers": {"ollama": {"providers": {}}}}),
+                "unknown field `providers`",
+            ),
+            (json!({"turn": []}), "unknown field `turn`"),
+            (json!([{"nothing": 1}]), "a turn needs one of"),
+        ];
+        for (script, reason) in cases {
+            let e = format!("{:#}", Script::from_json(&script).unwrap_err());
+            assert!(e.contains(reason), "{script}: {e}");
+        }
     }
 }

@@ -20,8 +20,9 @@ mod transport;
 
 use crate::capture::Capture;
 use crate::channels::telegram;
-use crate::providers::{anthropic, bedrock, gemini, ollama, openai_chat, openai_responses};
-use crate::script::{Reply, Script, Turn};
+use crate::providers::{self, anthropic, bedrock, gemini, ollama, openai_chat, openai_responses};
+use crate::script::{Failure, Reply, Script, Served, Step, Turn};
+use crate::verdict::Rejection;
 use crate::{Provider, Verdict, ids, validate};
 use serde_json::{Map, Value, json};
 use std::net::{SocketAddr, TcpListener};
@@ -125,6 +126,31 @@ fn bedrock_stream(path: &str) -> Option<bool> {
         "converse" => Some(false),
         "converse-stream" => Some(true),
         _ => None,
+    }
+}
+
+/// `/model/{modelId}/converse[-stream]` → the model id, percent-decoded (SDKs encode its `:`).
+fn bedrock_model(path: &str) -> Option<String> {
+    let rest = path.strip_prefix("/model/")?;
+    let (model, _) = rest.rsplit_once('/')?;
+    Some(
+        percent_encoding::percent_decode_str(model)
+            .decode_utf8_lossy()
+            .into_owned(),
+    )
+}
+
+/// The model a request names, for the script's `api/model` queues: the body's `model`, or the
+/// path's for Gemini and Bedrock.
+fn model_of(provider: Provider, request: &Request) -> Option<String> {
+    match provider {
+        Provider::Gemini => gemini_model(request.url.path()).map(|(m, _)| m.to_string()),
+        Provider::Bedrock => bedrock_model(request.url.path()),
+        _ => serde_json::Deserializer::from_slice(&request.body)
+            .into_iter::<Value>()
+            .next()
+            .and_then(Result::ok)
+            .and_then(|b| b.get("model")?.as_str().map(str::to_string)),
     }
 }
 
@@ -280,20 +306,29 @@ impl State {
             headers,
         } = verdict
         else {
-            let turn = self
+            let model = model_of(provider, request);
+            let served = self
                 .script
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .next_turn();
+                .next(provider, model.as_deref());
+            let turn = match served.step {
+                Step::Answer(turn) => turn,
+                Step::Fail(failure) => {
+                    let model = model.unwrap_or_default();
+                    return self.fail(provider, request, &served, &failure, &model);
+                }
+            };
             let kind = match turn {
                 Turn::Text { .. } => "text",
                 Turn::ToolCall { .. } => "tool_call",
             };
-            self.capture.record(record(
-                Some(provider),
-                request,
-                &json!({"accepted": true, "answer": kind}),
-            ));
+            let mut verdict = json!({"accepted": true, "answer": kind});
+            if let Some(queue) = &served.queue {
+                verdict["script"] = json!(queue);
+            }
+            self.capture
+                .record(record(Some(provider), request, &verdict));
             let reply = reply(provider, &turn, request);
             let mut t = Answer::raw(200, reply.body, reply.content_type);
             if let Some((name, value)) = request_id_header(provider) {
@@ -306,6 +341,38 @@ impl State {
             request,
             &json!({"accepted": false, "status": status, "body": body}),
         ));
+        self.rejection(Some(provider), request, status, body, headers)
+    }
+
+    /// A scripted failure: the request was valid (`accepted`, so no judge takes the 4xx for the
+    /// runtime's fault), answered with the API's own error; each attempt is one capture record.
+    fn fail(
+        &self,
+        provider: Provider,
+        request: &Request,
+        served: &Served,
+        failure: &Failure,
+        model: &str,
+    ) -> Answer {
+        let Rejection {
+            status,
+            body,
+            headers,
+        } = providers::failure(provider, failure, model);
+        let mut verdict = json!({
+            "accepted": true,
+            "answer": "error",
+            "error": failure.kind.name(),
+            "status": status,
+            "attempt": served.attempt,
+            "times": failure.times,
+            "body": body,
+        });
+        if let Some(queue) = &served.queue {
+            verdict["script"] = json!(queue);
+        }
+        self.capture
+            .record(record(Some(provider), request, &verdict));
         self.rejection(Some(provider), request, status, body, headers)
     }
 

@@ -10,7 +10,7 @@ use super::{AgentBlock, is_blank, text_of};
 use crate::b64::{self, Flavor};
 use crate::ids;
 use crate::image::{self, ImageKind};
-use crate::script::{Piece, Reply, Turn, splice, split_json};
+use crate::script::{Failure, FailureKind, Piece, Reply, Turn, splice, split_json};
 use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 
@@ -112,6 +112,50 @@ fn model_error(message: impl Into<String>) -> Rejection {
 
 fn serialization() -> Rejection {
     reject(SERIALIZATION, msg::BAD_BODY)
+}
+
+/// Scripted failures: `{"message"}` with the exception named by `x-amzn-ErrorType`, statuses of
+/// https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html#API_runtime_Converse_Errors
+/// (ThrottlingException 429, InternalServerException 500, ServiceUnavailableException 503,
+/// ValidationException 400). Bedrock sends no retry header: the AWS SDKs back off on their own.
+pub(crate) fn failure(f: &Failure) -> Rejection {
+    let exception = |status: u16, error_type: &str, message: &str| Rejection {
+        status,
+        body: json!({"message": message}),
+        headers: vec![
+            (
+                "x-amzn-ErrorType".into(),
+                format!("{error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"),
+            ),
+            ("x-amzn-RequestId".into(), ids::aws()),
+        ],
+    };
+    match f.kind {
+        // https://www.repost.aws/knowledge-center/bedrock-throttling-error quotes this message.
+        FailureKind::RateLimit => exception(
+            429,
+            "ThrottlingException",
+            "Too many requests, please wait before trying again.",
+        ),
+        // [INF] wording.
+        FailureKind::ServerError => exception(
+            500,
+            "InternalServerException",
+            "The system encountered an unexpected error during processing. Try your request again.",
+        ),
+        // [INF] wording, as runtimes' issue threads quote it.
+        FailureKind::Overloaded => exception(
+            503,
+            "ServiceUnavailableException",
+            "Bedrock is unable to process your request.",
+        ),
+        FailureKind::Image => model_error(msg::UNDECODABLE),
+        FailureKind::Format => validation(msg::detected(&[msg::not_in_enum(
+            "jpg",
+            "messages.1.member.content.1.member.image.format",
+            &FORMATS.join(", "),
+        )])),
+    }
 }
 
 /// An image found by the Smithy pass, judged after it.

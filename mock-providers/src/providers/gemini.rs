@@ -8,7 +8,7 @@ use super::{AgentBlock, url_scheme};
 use crate::b64::{self, Flavor};
 use crate::ids;
 use crate::image;
-use crate::script::{Piece, Reply, Turn, splice, sse};
+use crate::script::{Failure, FailureKind, Piece, Reply, Turn, splice, sse};
 use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 
@@ -95,6 +95,47 @@ fn reject(message: impl Into<String>) -> Rejection {
         status: 400,
         body: json!({"error": {"code": 400, "message": message.into(), "status": "INVALID_ARGUMENT"}}),
         headers: Vec::new(),
+    }
+}
+
+/// Scripted failures: `{"error": {"code", "message", "status"}}` with the status of
+/// https://ai.google.dev/gemini-api/docs/troubleshooting (429 RESOURCE_EXHAUSTED, 500 INTERNAL,
+/// 503 UNAVAILABLE, 400 INVALID_ARGUMENT). Gemini sends no retry header: the delay is a
+/// `google.rpc.RetryInfo` detail of the 429 body (https://ai.google.dev/gemini-api/docs/rate-limits;
+/// message as quoted at https://discuss.ai.google.dev/t/we-are-getting-an-error-calling-the-gemini-api-error-calling-model-gemini-3-6-flash-resource-exhausted/189883).
+pub(crate) fn failure(f: &Failure) -> Rejection {
+    let envelope = |code: u16, status: &str, message: &str| Rejection {
+        status: code,
+        body: json!({"error": {"code": code, "message": message, "status": status}}),
+        headers: Vec::new(),
+    };
+    match f.kind {
+        FailureKind::RateLimit => {
+            let mut r = envelope(
+                429,
+                "RESOURCE_EXHAUSTED",
+                "You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
+            );
+            r.body["error"]["details"] = json!([{
+                "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                "retryDelay": format!("{}s", f.retry_after),
+            }]);
+            r
+        }
+        // [INF] wording; status from the troubleshooting table.
+        FailureKind::ServerError => envelope(
+            500,
+            "INTERNAL",
+            "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting",
+        ),
+        // As tabled at https://docs.llmgateway.io/troubleshooting/gemini-429-resource-exhausted.
+        FailureKind::Overloaded => envelope(
+            503,
+            "UNAVAILABLE",
+            "The model is overloaded. Please try again later.",
+        ),
+        FailureKind::Image => reject(msg::UNPROCESSABLE),
+        FailureKind::Format => reject(msg::unsupported_mime("image/gif")),
     }
 }
 

@@ -10,8 +10,48 @@ pub(crate) mod openai_chat;
 mod openai_common;
 pub(crate) mod openai_responses;
 
-use crate::verdict::{Checked, Provider};
+use crate::script::Failure;
+use crate::verdict::{Checked, Provider, Rejection};
 use serde_json::Value;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `provider`'s own answer to a scripted failure of a request for `model` (status, envelope,
+/// retry headers): each API's catalogue is in its module's `failure`.
+pub(crate) fn failure(provider: Provider, f: &Failure, model: &str) -> Rejection {
+    match provider {
+        Provider::Anthropic => anthropic::failure(f),
+        Provider::OpenAiChat => openai_chat::failure(f, model),
+        Provider::OpenAiResponses => openai_responses::failure(f, model),
+        Provider::Gemini => gemini::failure(f),
+        Provider::Bedrock => bedrock::failure(f),
+        Provider::Ollama => ollama::failure(f),
+    }
+}
+
+/// Now plus `secs`, as RFC 3339 in UTC (`2026-11-26T14:12:44Z`): Anthropic's rate-limit resets.
+pub(crate) fn rfc3339_in(secs: u32) -> String {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let t = now + u64::from(secs);
+    let (days, rest) = (t / 86_400, t % 86_400);
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
 
 /// Builds `provider`'s minimal valid request whose tool result carries `blocks`, the agent blocks the
 /// harness produces: `[{"type":"text","text":S} | {"type":"image","data":B64,"mimeType":M}, ...]`.

@@ -4,7 +4,7 @@
 
 use super::{AgentBlock, syntax_error, text_of};
 use crate::b64;
-use crate::script::{Piece, Reply, Turn, splice};
+use crate::script::{Failure, FailureKind, Piece, Reply, Turn, splice};
 use crate::verdict::{Checked, Rejection};
 use serde_json::{Value, json};
 
@@ -39,6 +39,34 @@ fn reject(message: impl Into<String>) -> Rejection {
         status: 400,
         body: json!({"error": message.into()}),
         headers: Vec::new(),
+    }
+}
+
+/// Scripted failures, `{"error": "..."}` as Ollama's server writes every error
+/// (https://github.com/ollama/ollama/blob/main/docs/api.md#errors). Ollama has no rate limit:
+/// a full request queue is its 503 `ErrMaxQueue` (server/sched.go), answered to `rate_limit` and
+/// `overloaded` alike; no retry header.
+pub(crate) fn failure(f: &Failure) -> Rejection {
+    let error = |status: u16, message: &str| Rejection {
+        status,
+        body: json!({"error": message}),
+        headers: Vec::new(),
+    };
+    match f.kind {
+        FailureKind::RateLimit | FailureKind::Overloaded => error(
+            503,
+            "server busy, please try again.  maximum pending requests exceeded",
+        ),
+        // [INF] the runner crash a 500 usually reports.
+        FailureKind::ServerError => {
+            error(500, "llama runner process has terminated: exit status 2")
+        }
+        FailureKind::Image => reject(msg::illegal_base64(0)),
+        FailureKind::Format => reject(msg::cannot_unmarshal(
+            "number",
+            "struct field Message.messages.images",
+            "api.ImageData",
+        )),
     }
 }
 

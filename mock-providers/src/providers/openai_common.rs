@@ -9,6 +9,7 @@ use super::{text_of, url_scheme};
 use crate::b64::{self, Flavor};
 use crate::ids;
 use crate::image::{self, ImageKind};
+use crate::script::{Failure, FailureKind};
 use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -84,6 +85,63 @@ pub(super) fn reject(
         status: 400,
         body: json!({"error": {"message": message.into(), "type": "invalid_request_error", "param": param, "code": code}}),
         headers: vec![("x-request-id".into(), id)],
+    }
+}
+
+/// Scripted failures, for both APIs. Statuses, `type`s and `code`s:
+/// https://platform.openai.com/docs/guides/error-codes (429 `rate_limit_exceeded`, 500, 503
+/// `server_is_overloaded` of type `service_unavailable_error`, as tabled at
+/// https://learn.microsoft.com/en-us/microsoft-cloud/dev/dev-proxy/concepts/openai-rate-limit-reached).
+/// A 429 carries `retry-after` and the `x-ratelimit-*` headers
+/// (https://platform.openai.com/docs/guides/rate-limits; values as seen at
+/// https://community.openai.com/t/how-to-get-rate-limit-reset-time-for-response-api/1268905).
+pub(super) fn failure(api: Api, f: &Failure, model: &str) -> Rejection {
+    let envelope = |status: u16, message: String, kind: &str, code: Option<&str>| Rejection {
+        status,
+        body: json!({"error": {"message": message, "type": kind, "param": null, "code": code}}),
+        headers: vec![("x-request-id".into(), ids::openai())],
+    };
+    match f.kind {
+        FailureKind::RateLimit => {
+            let s = f.retry_after;
+            // Wording of real answers, e.g. https://gitlab.com/wally-the-wobot/wally/-/issues/62.
+            let mut r = envelope(
+                429,
+                format!(
+                    "Rate limit reached for {model} in organization org-normfuzz on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in {s}s. Visit https://platform.openai.com/account/rate-limits to learn more."
+                ),
+                "requests",
+                Some("rate_limit_exceeded"),
+            );
+            r.headers.extend([
+                ("retry-after".into(), s.to_string()),
+                ("x-ratelimit-limit-requests".into(), "3".into()),
+                ("x-ratelimit-remaining-requests".into(), "0".into()),
+                ("x-ratelimit-reset-requests".into(), format!("{s}s")),
+                ("x-ratelimit-limit-tokens".into(), "40000".into()),
+                ("x-ratelimit-remaining-tokens".into(), "39000".into()),
+                ("x-ratelimit-reset-tokens".into(), "1.5s".into()),
+            ]);
+            r
+        }
+        FailureKind::ServerError => envelope(
+            500,
+            "The server had an error while processing your request. Sorry about that!".into(),
+            "server_error",
+            None,
+        ),
+        FailureKind::Overloaded => envelope(
+            503,
+            "The engine is currently overloaded, please try again later.".into(),
+            "service_unavailable_error",
+            Some("server_is_overloaded"),
+        ),
+        // E-O5 (Chat) and its Responses counterpart (docs/research/providers.md §2.4, §3.2).
+        FailureKind::Image if api == Api::Chat => {
+            reject(msg::UNSUPPORTED_IMAGE, None, Some("invalid_image_format"))
+        }
+        FailureKind::Image => reject(msg::NOT_VALID_IMAGE, Some("input"), Some("invalid_value")),
+        FailureKind::Format => reject(msg::NOT_IMAGE_MIME, None, Some("invalid_image_format")), // E-O4
     }
 }
 

@@ -2,13 +2,14 @@
 //! image rule it shares with Chat Completions are in `openai_common`.
 
 use super::openai_common::{
-    Api, ImageRef, call_id, check_images, data_url, invalid_value, missing, now, object, parse,
-    reject, request_object, required_str, wrong_type,
+    self, Api, ImageRef, call_id, check_images, data_url, invalid_value, missing, now, object,
+    parse, reject, request_object, required_str, wrong_type,
 };
 use super::{AgentBlock, text_of};
 use crate::ids;
+use crate::script::Failure;
 use crate::script::{Piece, Reply, Turn, splice, split_json, sse};
-use crate::verdict::Checked;
+use crate::verdict::{Checked, Rejection};
 use serde_json::{Value, json};
 
 /// The Responses error catalogue (docs/research/providers.md §3.2): verbatim where observed, `[INF]` otherwise.
@@ -292,4 +293,9 @@ pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
         Some(&whole),
     );
     Reply::sse(out)
+}
+
+/// A scripted failure: the envelope both OpenAI APIs share (`openai_common::failure`).
+pub(crate) fn failure(f: &Failure, model: &str) -> Rejection {
+    openai_common::failure(Api::Responses, f, model)
 }

@@ -10,6 +10,7 @@ use super::{AgentBlock, SyntaxError, is_blank, syntax_error, url_scheme};
 use crate::b64::{self, Flavor};
 use crate::ids;
 use crate::image::{self, ImageKind};
+use crate::script::{Failure, FailureKind};
 use crate::verdict::{Checked, Rejection};
 use serde_json::{Map, Value, json};
 
@@ -113,6 +114,42 @@ fn reject(status: u16, kind: &str, message: impl Into<String>) -> Rejection {
 
 fn invalid(message: impl Into<String>) -> Rejection {
     reject(400, "invalid_request_error", message)
+}
+
+/// Scripted failures. Envelope and statuses (429 `rate_limit_error`, 500 `api_error`, 529
+/// `overloaded_error`): https://platform.claude.com/docs/en/api/errors (docs/research/providers.md §1).
+/// A 429 carries `retry-after` (seconds) and the `anthropic-ratelimit-requests-*` headers, reset
+/// as RFC 3339: https://platform.claude.com/docs/en/api/rate-limits (the SDKs honour `retry-after`).
+pub(crate) fn failure(f: &Failure) -> Rejection {
+    match f.kind {
+        FailureKind::RateLimit => {
+            let mut r = reject(
+                429,
+                "rate_limit_error",
+                "This request would exceed the rate limit for your organization of 50 requests per minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. You can see the response headers for current usage. Please reduce the prompt length or the maximum tokens requested, or try again later. You may also contact sales at https://www.anthropic.com/contact-sales to discuss your options for a rate limit increase.", // [INF] wording
+            );
+            r.headers.extend([
+                ("retry-after".into(), f.retry_after.to_string()),
+                ("anthropic-ratelimit-requests-limit".into(), "50".into()),
+                ("anthropic-ratelimit-requests-remaining".into(), "0".into()),
+                (
+                    "anthropic-ratelimit-requests-reset".into(),
+                    super::rfc3339_in(f.retry_after),
+                ),
+            ]);
+            r
+        }
+        FailureKind::ServerError => reject(500, "api_error", "Internal server error"),
+        // https://platform.claude.com/docs/en/api/errors: "529 - overloaded_error"; the body
+        // `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}` as quoted
+        // at https://docs.llmgateway.io/troubleshooting/anthropic-529-overloaded.
+        FailureKind::Overloaded => reject(529, "overloaded_error", "Overloaded"),
+        FailureKind::Image => invalid(msg::UNDECODABLE), // E11
+        FailureKind::Format => at(
+            "messages.0.content.0.image.source.base64.media_type",
+            msg::MEDIA_TYPE,
+        ), // E3; [INF] the path, fixed whatever the request holds
+    }
 }
 
 fn at(path: &str, message: &str) -> Rejection {
