@@ -63,6 +63,10 @@ enum Command {
     /// Prints {"format","text","deliveries":[{"text","mediaUrls"}],"providerError"}; `text` is the
     /// whole neutralized output, `deliveries` what each provider event released.
     Stream(cli::stream::StreamArgs),
+    /// Set up normfuzz in a runtime's repository: a starter shim (Node or Python) that speaks the
+    /// protocol, normfuzz.toml, a profile, an empty baseline and a GitHub workflow calling the
+    /// normfuzz Action. Refuses to overwrite any file (`normfuzz init --help` explains each).
+    Init(cli::init::InitArgs),
     /// Run a conformance campaign: generated cases through the reference and a system under test,
     /// judged by rule id, each distinct failure shrunk and written to the report.
     ///
@@ -146,6 +150,7 @@ fn run(command: Command) -> Result<ExitCode> {
         Command::ParseReply(args) => cli::parse_reply::run(args),
         Command::RetryImages(args) => cli::retry_images::run(args),
         Command::Stream(args) => cli::stream::run(args),
+        Command::Init(args) => cli::init::run(args),
         Command::Conform(args) => cli::conform::run(args),
         Command::MergeReports(args) => cli::merge_reports::run(args),
         Command::Repro(args) => cli::repro::run(args),

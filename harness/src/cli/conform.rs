@@ -22,8 +22,13 @@ const PLAIN_EVERY: Duration = Duration::from_secs(10);
 pub struct ConformArgs {
     /// SUT command (argv, no shell; quotes group words), or `reference` for the built-in
     /// reference in process.
-    #[arg(long)]
-    sut: String,
+    #[arg(long, required_unless_present = "config")]
+    sut: Option<String>,
+    /// Read the campaign's settings from this file's `[conform]` table (`normfuzz init` writes
+    /// one: sut, ops, cases, time, seed, jobs, profile, baseline, fail_on, strict); flags given
+    /// here win.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Comma-separated ops to test (default: every op the SUT offers).
     #[arg(long, value_delimiter = ',')]
     ops: Vec<String>,
@@ -33,12 +38,12 @@ pub struct ConformArgs {
     /// Run for this many seconds instead of a fixed number of cases.
     #[arg(long)]
     time: Option<f64>,
-    /// Seed: the same seed and job count give the same cases.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Parallel jobs, each with its own SUT process.
-    #[arg(long, default_value_t = 1)]
-    jobs: usize,
+    /// Seed: the same seed and job count give the same cases [default: 1].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Parallel jobs, each with its own SUT process [default: 1].
+    #[arg(long)]
+    jobs: Option<usize>,
     /// Run only shard K of N (1-based): a deterministic split of the cases by job. N runs with
     /// the same --seed, --cases and --jobs, one per shard, run exactly the cases of one
     /// unsharded run with N × --jobs jobs.
@@ -58,10 +63,11 @@ pub struct ConformArgs {
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
     /// Impact classes whose gate findings fail the run (comma-separated: bug, hardening,
-    /// spec). A spec finding is a divergence: it fails only under --strict.
-    #[arg(long, value_delimiter = ',', default_value = "bug,hardening",
+    /// spec) [default: bug,hardening]. A spec finding is a divergence: it fails only under
+    /// --strict.
+    #[arg(long, value_delimiter = ',',
           value_parser = |s: &str| Class::parse(s).map_err(|e| e.to_string()))]
-    fail_on: Vec<Class>,
+    fail_on: Option<Vec<Class>>,
     /// Known findings (TOML: `[[known]]` entries with op, rule, class, cause and reason, as
     /// `--write-baseline` drafts them): a finding of a listed (op, rule) is counted and keeps
     /// the run green, not shrunk again; a new one fails it; a listed one this run did not
@@ -97,8 +103,72 @@ pub struct ConformArgs {
     max_answer_bytes: u64,
 }
 
+/// `[conform]` of a `--config` file: the flags of the same names.
+#[derive(Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    sut: Option<String>,
+    #[serde(default)]
+    ops: Vec<String>,
+    cases: Option<u64>,
+    time: Option<f64>,
+    seed: Option<u64>,
+    jobs: Option<usize>,
+    profile: Option<PathBuf>,
+    baseline: Option<PathBuf>,
+    fail_on: Option<Vec<Class>>,
+    #[serde(default)]
+    strict: bool,
+}
+
+impl Config {
+    fn load(path: &std::path::Path) -> Result<Config> {
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct File {
+            conform: Config,
+        }
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let file: File =
+            toml::from_str(&text).with_context(|| format!("invalid {}", path.display()))?;
+        Ok(file.conform)
+    }
+}
+
+impl ConformArgs {
+    /// Fills what the command line left out from `--config`, then the defaults.
+    fn settle(mut self) -> Result<ConformArgs> {
+        let Some(path) = &self.config else {
+            return Ok(self);
+        };
+        let config = Config::load(path)?;
+        self.sut = self.sut.or(config.sut);
+        if self.sut.is_none() {
+            anyhow::bail!("{}: no `sut` in [conform], and no --sut", path.display());
+        }
+        if self.ops.is_empty() {
+            self.ops = config.ops;
+        }
+        if self.cases.is_none() && self.time.is_none() {
+            (self.cases, self.time) = (config.cases, config.time);
+        }
+        self.seed = self.seed.or(config.seed);
+        self.jobs = self.jobs.or(config.jobs);
+        self.profile = self.profile.or(config.profile);
+        self.baseline = self.baseline.or(config.baseline);
+        self.fail_on = self.fail_on.or(config.fail_on);
+        self.strict |= config.strict;
+        Ok(self)
+    }
+}
+
 /// Exits 1 when any case fails the gate.
 pub fn run(args: ConformArgs) -> Result<ExitCode> {
+    let args = args.settle()?;
+    // `--sut` or the config's: `settle` made sure of one.
+    let sut_command = args.sut.clone().unwrap_or_default();
+    let seed = args.seed.unwrap_or(1);
     let mut ops = Vec::new();
     for name in &args.ops {
         ops.push(
@@ -137,8 +207,8 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             Some(args.cases.unwrap_or(10_000))
         },
         time,
-        seed: args.seed,
-        jobs: args.jobs.max(1),
+        seed,
+        jobs: args.jobs.unwrap_or(1).max(1),
         strict: args.strict,
         stop_on_gate: args.stop_on_gate,
         shard: args.shard.unwrap_or(Shard::WHOLE),
@@ -200,8 +270,11 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        let outcome =
-            normfuzz::runner::campaign::run(&campaign, || open_sut(&args.sut, options), &progress);
+        let outcome = normfuzz::runner::campaign::run(
+            &campaign,
+            || open_sut(&sut_command, options),
+            &progress,
+        );
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
         outcome
@@ -209,7 +282,10 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let mut outcome = outcome;
     outcome.classify(&profile);
-    outcome.fail_on = args.fail_on.clone();
+    outcome.fail_on = args
+        .fail_on
+        .clone()
+        .unwrap_or_else(|| normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec());
     if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
         outcome.judge_baseline(baseline, &path.display().to_string());
     }
@@ -229,7 +305,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     normfuzz::runner::report::write(
         &dir,
         &outcome,
-        &args.sut,
+        &sut_command,
         campaign.strict,
         args.runtime.as_ref(),
         normfuzz::runner::report::step_summary_path().as_deref(),
@@ -245,7 +321,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         }
     }
     if let Some(path) = &args.write_baseline {
-        let text = normfuzz::runner::baseline::draft(&outcome.findings, &args.sut);
+        let text = normfuzz::runner::baseline::draft(&outcome.findings, &sut_command);
         normfuzz::fs::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!(
@@ -292,8 +368,18 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             finding.id,
             finding.rule,
             finding.kind,
-            normfuzz::runner::report::repro_command(&path, &args.sut)
+            normfuzz::runner::report::repro_command(&path, &sut_command)
         );
+    }
+    if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
+        for line in normfuzz::runner::report::github_annotations(
+            &dir,
+            &outcome,
+            &sut_command,
+            campaign.strict,
+        ) {
+            println!("{line}");
+        }
     }
     println!("{} passed, {failed} failed", cases - failed);
     Ok(ExitCode::from(u8::from(!passes)))

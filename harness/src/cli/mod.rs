@@ -8,6 +8,7 @@ pub mod coerce;
 pub mod conform;
 pub mod e2e;
 pub mod fuzz_report;
+pub mod init;
 pub mod install;
 pub mod io;
 pub mod merge_reports;

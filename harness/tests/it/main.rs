@@ -23,6 +23,7 @@ mod report_timeline;
 mod retry_rules;
 mod stream_cli;
 mod stream_rules;
+mod tutorial;
 mod upstream;
 mod wpt_url;
 

@@ -28,6 +28,7 @@
 //!   parsed) and `merge.rs` (shard reports read back and joined).
 
 mod escape;
+mod github;
 mod html;
 mod junit;
 mod libfuzzer;
@@ -173,6 +174,16 @@ pub fn write(
         append_step_summary(path, &summary)?;
     }
     Ok(dir.to_path_buf())
+}
+
+/// The GitHub Actions annotations of a campaign's report in `dir` (`github.rs`).
+pub fn github_annotations(
+    dir: &Path,
+    outcome: &Outcome,
+    sut_command: &str,
+    strict: bool,
+) -> Vec<String> {
+    github::annotations(&CampaignView::new(dir, outcome, sut_command, strict))
 }
 
 /// A rate to one decimal, as reports print it.

@@ -21,12 +21,9 @@ pub(super) fn campaign(campaign: &CampaignView<'_>) -> Value {
     let mut rules: Vec<_> = outcome.findings.iter().map(|f| f.rule).collect();
     rules.sort();
     rules.dedup();
-    // Code scanning places every result at a file of the repository: the SUT's own script
-    // (the first word of its command that is a relative path to a file), else the finding file.
-    let sut_file = campaign.sut_command.split_whitespace().find(|w| {
-        let path = std::path::Path::new(w.trim_matches(['\'', '"']));
-        path.is_relative() && path.extension().is_some() && path.is_file()
-    });
+    // Code scanning places every result at a file of the repository: the SUT's own script,
+    // else the finding file.
+    let sut_file = campaign.sut_file();
     json!({
         "$schema": SCHEMA,
         "version": "2.1.0",

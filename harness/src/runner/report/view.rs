@@ -133,6 +133,15 @@ impl<'a> CampaignView<'a> {
         self.outcome.passes(self.strict)
     }
 
+    /// The SUT's own script, where code scanning and annotations place a finding: the first
+    /// word of its command that is a relative path to a file (`node normfuzz/shim.mjs`).
+    pub(super) fn sut_file(&self) -> Option<&'a str> {
+        self.sut_command.split_whitespace().find(|w| {
+            let path = Path::new(w.trim_matches(['\'', '"']));
+            path.is_relative() && path.extension().is_some() && path.is_file()
+        })
+    }
+
     pub(super) fn repro(&self, finding: &Finding) -> &str {
         self.repros
             .get(finding.id.as_str())
