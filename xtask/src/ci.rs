@@ -126,6 +126,20 @@ pub fn ci(root: &Path) -> Result<()> {
             }
         }
     }
+    // The Action's metadata, this repository's workflows and the workflows `normfuzz init`
+    // writes, against SchemaStore's schemas (as vendored by check-jsonschema, which .ci/run
+    // installs): a typo in a key GitHub would only reject when a user runs it fails here.
+    eprintln!("==> workflow schemas: action.yml, .github/workflows, normfuzz init's workflows");
+    match workflow_schemas(root, &normfuzz) {
+        Ok(n) => {
+            eprintln!("    {n} files valid");
+            passed += 1;
+        }
+        Err(e) => {
+            eprintln!("xtask: workflow schemas: {e:#}");
+            failed += 1;
+        }
+    }
     // Requests escape U+2028, U+2029 and controls, so a shim written the obvious way (Node 24's
     // readline, which also ends lines at U+2028/U+2029) over the reference finds no fault.
     eprintln!("==> conform: a Node 24 readline shim over the reference");
@@ -187,6 +201,53 @@ fn count(summary: &str, label: &str) -> u64 {
         })
         .and_then(|n| n.trim().parse().ok())
         .unwrap_or(0)
+}
+
+/// The check-jsonschema release CI installs (`.ci/run`).
+const CHECK_JSONSCHEMA: &str = "check-jsonschema==0.39.0";
+
+/// Validates `action.yml` against the Action schema, and `.github/workflows/*.yml` and the
+/// workflows `normfuzz init` writes (both languages) against the workflow schema; returns how
+/// many files were checked.
+fn workflow_schemas(root: &Path, normfuzz: &Path) -> Result<usize> {
+    let tool = "check-jsonschema";
+    if Command::new(tool).arg("--version").output().is_err() {
+        bail!("{tool} is not on PATH: `pip install {CHECK_JSONSCHEMA}` (.ci/run does)");
+    }
+    let scratch = tempfile::tempdir()?;
+    let mut workflows: Vec<std::path::PathBuf> = std::fs::read_dir(root.join(".github/workflows"))?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<std::io::Result<_>>()?;
+    for lang in ["node", "python"] {
+        let dir = scratch.path().join(lang);
+        std::fs::create_dir_all(&dir)?;
+        let status = Command::new(normfuzz)
+            .current_dir(&dir)
+            .args(["init", "--lang", lang])
+            .stderr(Stdio::null())
+            .status()?;
+        if !status.success() {
+            bail!("normfuzz init --lang {lang} failed ({status})");
+        }
+        workflows.push(dir.join(".github/workflows/normfuzz.yml"));
+    }
+    let checks: [(&str, Vec<std::path::PathBuf>); 2] = [
+        ("vendor.github-actions", vec![root.join("action.yml")]),
+        ("vendor.github-workflows", workflows),
+    ];
+    let mut n = 0;
+    for (schema, files) in checks {
+        let status = Command::new(tool)
+            .args(["--builtin-schema", schema])
+            .args(&files)
+            .status()
+            .with_context(|| format!("cannot run {tool}"))?;
+        if !status.success() {
+            bail!("{schema}: {files:?} do not validate");
+        }
+        n += files.len();
+    }
+    Ok(n)
 }
 
 /// Cases per second a Node `readline` shim over `serve-reference` (harness/tests/suts/

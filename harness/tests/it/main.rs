@@ -3,6 +3,7 @@
 //! `tests/runtimes` and `tests/suts`; a property-test module's regressions are in
 //! `<module>.proptest-regressions` next to it.
 
+mod action;
 mod baselines;
 mod coerce_rules;
 mod conform_runs;
