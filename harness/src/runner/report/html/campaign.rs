@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::plot::{Chart, Series};
 use super::{charts, code, header, json_pre, page, pre};
+use crate::runner::baseline::Standing;
 use crate::runner::campaign::{Finding, Sample};
 use crate::runner::report::escape::{escape, text};
 use crate::runner::report::matrix::State;
@@ -14,7 +15,7 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
     let outcome = campaign.outcome;
     let seconds = outcome.elapsed_ms as f64 / 1000.0;
     let gate = outcome.findings.iter().filter(|f| f.gate).count();
-    let facts = [
+    let mut facts = vec![
         ("SUT command", code(campaign.sut_command)),
         ("seed", outcome.seed.to_string()),
         (
@@ -45,6 +46,28 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
             ),
         ),
     ];
+    if let Some(judged) = &outcome.baseline {
+        facts.push((
+            "baseline",
+            format!(
+                "{}: {} new, {} known, {} not reached{}",
+                code(&judged.file),
+                judged.new,
+                judged.known,
+                judged.not_reached.len(),
+                judged
+                    .not_reached
+                    .iter()
+                    .map(|k| format!(
+                        " · {} on {} ({})",
+                        text(k.rule.as_str()),
+                        text(k.op.as_str()),
+                        text(&k.cause)
+                    ))
+                    .collect::<String>()
+            ),
+        ));
+    }
     let mut body = header(
         campaign.passed(),
         &format!("normfuzz conform against {}", outcome.sut),
@@ -221,10 +244,11 @@ fn throughput(timeline: &[Sample]) -> Vec<(f64, f64)> {
 }
 
 fn finding_article(f: &Finding, repro: &str) -> String {
-    let (class, label) = if f.gate {
-        ("fail", "gate failure")
-    } else {
-        ("divergence", "divergence")
+    let (class, label) = match (f.gate, f.baseline) {
+        (true, Some(Standing::Known)) => ("fail", "known gate failure"),
+        (true, Some(Standing::New)) => ("fail", "new gate failure"),
+        (true, None) => ("fail", "gate failure"),
+        (false, _) => ("divergence", "divergence"),
     };
     let file = finding_file(f);
     format!(
