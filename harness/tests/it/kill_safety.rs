@@ -26,8 +26,14 @@ const BUDGET: Duration = Duration::from_secs(50);
 const RUN_LIMIT: Duration = Duration::from_secs(20);
 /// Polling interval while watching for the first write.
 const POLL: Duration = Duration::from_micros(500);
-/// The four formats every report folder holds.
-const FORMATS: [&str; 4] = ["index.json", "junit.xml", "summary.md", "report.html"];
+/// The formats every campaign's report folder holds.
+const FORMATS: [&str; 5] = [
+    "index.json",
+    "junit.xml",
+    "summary.md",
+    "report.html",
+    "results.sarif",
+];
 
 /// xorshift64*: enough randomness for kill times, no crate needed.
 struct XorShift(u64);
@@ -185,6 +191,11 @@ fn check_report(dir: &Path) -> Result<Option<usize>, String> {
         .map_err(|e| format!("junit.xml does not parse: {e}"))?;
     if !junit.trim_end().ends_with("</testsuites>") {
         return Err("junit.xml does not end with </testsuites>".into());
+    }
+    let sarif: Value = serde_json::from_str(&read("results.sarif")?)
+        .map_err(|e| format!("results.sarif does not parse: {e}"))?;
+    if sarif["version"] != "2.1.0" {
+        return Err("results.sarif is not SARIF 2.1.0".into());
     }
     if read("summary.md")?.trim().is_empty() {
         return Err("summary.md is empty".into());
