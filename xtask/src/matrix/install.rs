@@ -3,6 +3,7 @@
 //! (harness/src/runner/e2e/install.rs), a marker naming what was installed is written last,
 //! atomically: an interrupted or changed install is redone from scratch, never half-trusted.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
@@ -31,6 +32,7 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
     let Install::Packages {
         ecosystem,
         packages,
+        python,
     } = &runtime.install
     else {
         bail!(
@@ -42,11 +44,25 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
         .join("runtimes")
         .join(format!("unit-{}-{}", runtime.name, runtime.version));
     let marker = dir.join(".normfuzz-installed.json");
-    let want = serde_json::json!({
+    // Chosen before the marker is read: another interpreter (one installed or removed since)
+    // means another venv. Without a minimum, `python3` as before (and no key in the marker, so
+    // existing installs stay valid).
+    let interpreter = match python {
+        Some(min) => Some(find_python(
+            *min,
+            std::env::var_os("PATH").as_deref(),
+            &pyenv_root(),
+        )?),
+        None => None,
+    };
+    let mut want = serde_json::json!({
         "runtime": runtime.label(),
         "ecosystem": ecosystem,
         "install": packages,
     });
+    if let Some(found) = &interpreter {
+        want["python"] = serde_json::json!(format!("{} ({})", found.path.display(), found.version));
+    }
     let installed = std::fs::read(&marker)
         .ok()
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
@@ -78,8 +94,11 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
                 )?;
             }
             Ecosystem::Pypi => {
+                let python = interpreter
+                    .as_ref()
+                    .map_or_else(|| PathBuf::from("python3"), |found| found.path.clone());
                 run(
-                    Command::new("python3")
+                    Command::new(python)
                         .args(["-m", "venv"])
                         .arg(dir.join("venv")),
                     &dir,
@@ -115,6 +134,135 @@ pub enum Ecosystem {
     Pypi,
 }
 
+/// The newest Python 3 minor version `find_python` looks for.
+const NEWEST_PYTHON_MINOR: u32 = 13;
+
+/// A Python 3 version, `3.<minor>`: what `python = "3.12"` in runtime.toml asks for at least.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PythonVersion {
+    pub minor: u32,
+}
+
+impl PythonVersion {
+    pub fn parse(text: &str) -> Result<PythonVersion> {
+        match text.split_once('.') {
+            Some(("3", minor))
+                if !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit()) =>
+            {
+                Ok(PythonVersion {
+                    minor: minor.parse()?,
+                })
+            }
+            _ => bail!("{text:?} is not a Python version: write `python = \"3.X\"` (a minimum)"),
+        }
+    }
+}
+
+impl std::fmt::Display for PythonVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "3.{}", self.minor)
+    }
+}
+
+/// An interpreter `find_python` ran and found recent enough.
+#[derive(Debug)]
+pub struct Interpreter {
+    pub path: PathBuf,
+    pub version: PythonVersion,
+}
+
+/// `$PYENV_ROOT`, else `~/.pyenv`.
+fn pyenv_root() -> PathBuf {
+    std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")))
+        .unwrap_or_else(|| PathBuf::from(".pyenv"))
+}
+
+/// The newest Python 3.X with `min` <= X <= 3.13: for each X from the newest down, `python3.X` in
+/// each folder of `path` (the PATH value), then `<pyenv>/versions/3.X*/bin/python3.X`, newest
+/// first. Each candidate is run and must report its version: a pyenv shim on PATH exists even
+/// when the version it names is not selected, and then fails. The error names every candidate
+/// and why it was refused.
+pub fn find_python(min: PythonVersion, path: Option<&OsStr>, pyenv: &Path) -> Result<Interpreter> {
+    let mut tried = Vec::new();
+    for minor in (min.minor..=NEWEST_PYTHON_MINOR.max(min.minor)).rev() {
+        let name = format!("python3.{minor}");
+        let mut candidates: Vec<PathBuf> = path
+            .map(|p| {
+                std::env::split_paths(p)
+                    .map(|dir| dir.join(&name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut versions: Vec<PathBuf> = std::fs::read_dir(pyenv.join("versions"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|entry| {
+                // 3.12, 3.12.1, 3.12-dev; not 3.120.
+                let name = entry.file_name();
+                let rest = name
+                    .to_str()
+                    .and_then(|n| n.strip_prefix(&format!("3.{minor}")));
+                rest.is_some_and(|r| !r.starts_with(|c: char| c.is_ascii_digit()))
+            })
+            .map(|entry| entry.path().join("bin").join(&name))
+            .collect();
+        versions.sort_by(|a, b| b.cmp(a));
+        candidates.extend(versions);
+        let mut seen = false;
+        for candidate in candidates.into_iter().filter(|c| c.is_file()) {
+            seen = true;
+            match version_of(&candidate) {
+                Some(version) if version >= min => {
+                    return Ok(Interpreter {
+                        path: candidate,
+                        version,
+                    });
+                }
+                Some(version) => tried.push(format!("{} is {version}", candidate.display())),
+                None => tried.push(format!("{} does not run", candidate.display())),
+            }
+        }
+        if !seen {
+            tried.push(format!(
+                "no {name} on PATH nor under {}",
+                pyenv.join("versions").join(format!("3.{minor}*")).display()
+            ));
+        }
+    }
+    bail!(
+        "no Python >= {min} found ({}); install one, e.g. `pyenv install {min}` or \
+         `apt-get install python{min}-venv`, and put `python{min}` on PATH",
+        tried.join("; ")
+    )
+}
+
+/// `(3, X)` as the interpreter prints it, or None when it does not run (a pyenv shim of a
+/// version that is not selected exits 127).
+fn version_of(python: &Path) -> Option<PythonVersion> {
+    let out = Command::new(python)
+        .args(["-c", "import sys; print(sys.version_info[:2])"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let text = String::from_utf8(out.stdout).ok()?;
+    let (major, minor) = text
+        .trim()
+        .strip_prefix('(')?
+        .strip_suffix(')')?
+        .split_once(',')?;
+    (major.trim() == "3").then_some(())?;
+    Some(PythonVersion {
+        minor: minor.trim().parse().ok()?,
+    })
+}
+
 /// Runs one install command with its output in `<dir>/install.log`; fails with the log's end.
 fn run(command: &mut Command, dir: &Path) -> Result<()> {
     let log = dir.join("install.log");
@@ -137,4 +285,60 @@ fn run(command: &mut Command, dir: &Path) -> Result<()> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes an executable `name` into `dir` that runs the shell line `body`.
+    fn fake_python(dir: &Path, name: &str, body: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    /// A PATH entry that runs and is new enough wins over pyenv; one that lies about its version
+    /// or fails is passed over, and the error names every candidate and how to install one.
+    #[test]
+    fn find_python_checks_each_candidate_and_explains_a_miss() {
+        let min = PythonVersion::parse("3.12").unwrap();
+        let bin = tempfile::tempdir().unwrap();
+        let pyenv = tempfile::tempdir().unwrap();
+        let versions = pyenv.path().join("versions/3.12.1/bin");
+        std::fs::create_dir_all(&versions).unwrap();
+        std::fs::create_dir_all(pyenv.path().join("versions/3.120/bin")).unwrap();
+        fake_python(bin.path(), "python3.13", "echo '(3, 11)'");
+        fake_python(&versions, "python3.12", "echo '(3, 12)'");
+        let path = bin.path().as_os_str();
+        let found = find_python(min, Some(path), pyenv.path()).unwrap();
+        assert_eq!(found.path, versions.join("python3.12"));
+        assert_eq!(found.version, min);
+
+        std::fs::remove_file(versions.join("python3.12")).unwrap();
+        // A pyenv shim whose version is not selected.
+        fake_python(bin.path(), "python3.12", "exit 127");
+        let err = format!(
+            "{:#}",
+            find_python(min, Some(path), pyenv.path()).unwrap_err()
+        );
+        for says in [
+            "no Python >= 3.12 found",
+            &format!("{} is 3.11", bin.path().join("python3.13").display()),
+            &format!("{} does not run", bin.path().join("python3.12").display()),
+            "`pyenv install 3.12`",
+            "`apt-get install python3.12-venv`",
+        ] {
+            assert!(err.contains(says), "{says:?} not in {err}");
+        }
+        let none = format!(
+            "{:#}",
+            find_python(min, None, Path::new("/nonexistent")).unwrap_err()
+        );
+        assert!(
+            none.contains("no python3.13 on PATH nor under /nonexistent/versions/3.13*"),
+            "{none}"
+        );
+    }
 }

@@ -16,7 +16,7 @@ use std::process::Command;
 use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 
-use install::Ecosystem;
+use install::{Ecosystem, PythonVersion};
 use table::{Baseline, Row};
 
 /// One runtime of the matrix: `harness/runtimes/<name>/runtime.toml`.
@@ -42,13 +42,22 @@ impl Runtime {
         format!("{}@{}", self.name, self.version)
     }
 
-    /// Reads a `runtime.toml`: exactly one of `ecosystem` with `install`, or `e2e_install = true`.
+    /// Reads a `runtime.toml`: exactly one of `ecosystem` with `install`, or `e2e_install = true`;
+    /// `python` (a minimum `3.X`) only for a pypi runtime.
     pub fn parse(text: &str) -> Result<Runtime> {
         let raw: RawRuntime = toml::from_str(text)?;
+        let python = match (&raw.python, raw.ecosystem) {
+            (None, _) => None,
+            (Some(text), Some(Ecosystem::Pypi)) => Some(PythonVersion::parse(text)?),
+            (Some(_), _) => {
+                bail!("`python` (the minimum Python) is only for `ecosystem = \"pypi\"`")
+            }
+        };
         let install = match (raw.ecosystem, raw.install, raw.e2e_install) {
             (Some(ecosystem), Some(packages), false) => Install::Packages {
                 ecosystem,
                 packages,
+                python,
             },
             (None, None, true) => Install::E2eAdapter,
             (_, _, true) => bail!(
@@ -79,6 +88,10 @@ pub enum Install {
     Packages {
         ecosystem: Ecosystem,
         packages: Vec<String>,
+        /// The oldest Python the packages run on (`python = "3.12"`); the venv is made with
+        /// the newest interpreter found that satisfies it (`install::find_python`). None:
+        /// `python3`.
+        python: Option<PythonVersion>,
     },
     /// By the `[[install]]` steps of the runtime's e2e adapter (`e2e.toml` next to it), through
     /// `normfuzz install`: one install serves both levels (openclaw needs its own Node).
@@ -95,6 +108,7 @@ struct RawRuntime {
     function: String,
     ecosystem: Option<Ecosystem>,
     install: Option<Vec<String>>,
+    python: Option<String>,
     #[serde(default)]
     e2e_install: bool,
     command: Vec<String>,
@@ -495,6 +509,17 @@ mod tests {
         assert!(matches!(packages.install, Install::Packages { .. }));
         let e2e = parse("e2e_install = true\n").unwrap();
         assert!(matches!(e2e.install, Install::E2eAdapter));
+        let pypi =
+            parse("ecosystem = \"pypi\"\ninstall = [\"x==1\"]\npython = \"3.12\"\n").unwrap();
+        let Install::Packages { python, .. } = pypi.install else {
+            panic!("not packages: {pypi:?}")
+        };
+        assert_eq!(python, Some(PythonVersion { minor: 12 }));
+        let plain = parse("ecosystem = \"pypi\"\ninstall = [\"x==1\"]\n").unwrap();
+        assert!(matches!(
+            plain.install,
+            Install::Packages { python: None, .. }
+        ));
         for (rest, says) in [
             ("", "or by its e2e"),
             ("e2e_install = false\n", "or by its e2e"),
@@ -509,6 +534,18 @@ mod tests {
                 "must be absent",
             ),
             ("e2e_install = true\nunit_install = true\n", "unknown field"),
+            (
+                "ecosystem = \"npm\"\ninstall = [\"x@1\"]\npython = \"3.12\"\n",
+                "only for `ecosystem = \"pypi\"`",
+            ),
+            (
+                "ecosystem = \"pypi\"\ninstall = [\"x==1\"]\npython = \"3\"\n",
+                "is not a Python version",
+            ),
+            (
+                "ecosystem = \"pypi\"\ninstall = [\"x==1\"]\npython = \"2.7\"\n",
+                "is not a Python version",
+            ),
         ] {
             let err = format!("{:#}", parse(rest).unwrap_err());
             assert!(err.contains(says), "{rest:?}: {err}");
@@ -614,6 +651,7 @@ mod tests {
                     Install::Packages {
                         ecosystem,
                         packages,
+                        ..
                     } => {
                         for spec in packages {
                             let pinned = match ecosystem {

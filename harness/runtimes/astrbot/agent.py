@@ -1,0 +1,88 @@
+"""e2e agent for AstrBot (`astrbot==4.29.3`): one turn of AstrBot's own agent loop with its own
+parts, as `build_main_agent` (astrbot/core/astr_main_agent.py) wires them, without the platform
+and pipeline around it: `ToolLoopAgentRunner.step_until_done` (128 steps, the default
+`max_steps` of agent_sub_stages/internal.py) with `FunctionToolExecutor`, the mock MCP server
+connected over stdio by AstrBot's `MCPClient.connect_to_server` (its stdio allowlist opened to the
+mock's binary by ASTRBOT_MCP_STDIO_ALLOWED_COMMANDS, e2e.toml) and wrapped in `MCPTool`s, and one
+of AstrBot's provider sources pointed at the mock through `api_base`: `ProviderOpenAIOfficial`
+(OpenAI Chat), `ProviderOpenAIResponses`, `ProviderAnthropic` or `ProviderGoogleGenAI` (Gemini).
+Hooks are the no-op `BaseAgentRunHooks` (MainAgentHooks only call plugin event hooks, which need a
+platform event). AstrBot's data folder is ASTRBOT_ROOT (e2e.toml: the case's folder)."""
+
+import asyncio
+import logging
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+
+# AstrBot's console log sink writes to stdout, where the reply goes: fd 1 goes to stderr.
+reply_out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+os.dup2(2, 1)
+
+from agent import API_KEY, MODEL, print_reply, turn_config  # noqa: E402
+
+from astrbot.core.agent.hooks import BaseAgentRunHooks  # noqa: E402
+from astrbot.core.agent.mcp_client import MCPClient, MCPTool  # noqa: E402
+from astrbot.core.agent.run_context import ContextWrapper  # noqa: E402
+from astrbot.core.agent.runners.tool_loop_agent_runner import ToolLoopAgentRunner  # noqa: E402
+from astrbot.core.agent.tool import ToolSet  # noqa: E402
+from astrbot.core.astr_agent_tool_exec import FunctionToolExecutor  # noqa: E402
+from astrbot.core.provider.entities import ProviderRequest  # noqa: E402
+
+# The default of the agent runner's settings (core/config/agent_runner.py `tool_call_timeout`).
+TOOL_CALL_TIMEOUT = 120
+MAX_STEPS = 128
+
+
+def provider(api, base_url):
+    config = {"id": "mock", "key": [API_KEY], "api_base": base_url, "model": MODEL}
+    if api == "openai-chat":
+        from astrbot.core.provider.sources.openai_source import ProviderOpenAIOfficial
+
+        return ProviderOpenAIOfficial({**config, "type": "openai_chat_completion"}, {})
+    if api == "openai-responses":
+        from astrbot.core.provider.sources.openai_responses_source import ProviderOpenAIResponses
+
+        return ProviderOpenAIResponses({**config, "type": "openai_responses"}, {})
+    if api == "anthropic":
+        from astrbot.core.provider.sources.anthropic_source import ProviderAnthropic
+
+        return ProviderAnthropic({**config, "type": "anthropic_chat_completion"}, {})
+    if api == "gemini":
+        from astrbot.core.provider.sources.gemini_source import ProviderGoogleGenAI
+
+        return ProviderGoogleGenAI({**config, "type": "googlegenai_chat_completion"}, {})
+    raise ValueError(f"unknown api {api}")
+
+
+async def main():
+    config = turn_config()
+    client = MCPClient()
+    server = {"command": config["mcp"]["command"], "args": config["mcp"]["args"]}
+    await client.connect_to_server(server, "mock")
+    try:
+        await client.list_tools_and_save()
+        tools = ToolSet([MCPTool(tool, client, "mock") for tool in client.tools])
+        runner = ToolLoopAgentRunner()
+        await runner.reset(
+            provider=provider(config["api"], config["baseUrl"]),
+            request=ProviderRequest(prompt=config["prompt"], func_tool=tools),
+            run_context=ContextWrapper(context=None, tool_call_timeout=TOOL_CALL_TIMEOUT),
+            tool_executor=FunctionToolExecutor(),
+            agent_hooks=BaseAgentRunHooks(),
+        )
+        async for _ in runner.step_until_done(MAX_STEPS):
+            pass
+        final = runner.get_final_llm_resp()
+        if final is None or final.role == "err":
+            raise RuntimeError(f"the agent ended without a reply: {final and final.completion_text}")
+        # lib/agent.py's `print_reply` writes to sys.stdout: the reply's copy of fd 1.
+        sys.stdout = reply_out
+        print_reply(final.completion_text)
+    finally:
+        await client.cleanup()
+
+
+logging.disable(logging.CRITICAL)
+asyncio.run(main())
