@@ -342,13 +342,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         dir.display()
     );
     if let Some(judged) = &outcome.baseline {
-        eprintln!(
-            "against {}: {} new, {} known, {} not reached",
-            judged.file,
-            judged.new,
-            judged.known,
-            judged.not_reached.len()
-        );
+        eprintln!("against {}: {}", judged.file, judged.counts());
         for k in &judged.not_reached {
             eprintln!("  not reached: {} on {} ({})", k.rule, k.op, k.cause);
         }

@@ -64,6 +64,18 @@ pub struct Judgement {
     pub not_reached: Vec<Known>,
 }
 
+impl Judgement {
+    /// `N new, N known, N not reached`, as every report's headline says it.
+    pub fn counts(&self) -> String {
+        format!(
+            "{} new, {} known, {} not reached",
+            self.new,
+            self.known,
+            self.not_reached.len()
+        )
+    }
+}
+
 impl Baseline {
     pub fn load(path: &Path) -> Result<Baseline> {
         let text = std::fs::read_to_string(path)

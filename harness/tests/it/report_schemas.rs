@@ -113,7 +113,7 @@ fn a_baseline_keeps_known_findings_green_and_fails_on_new_ones() {
         .collect();
     assert!(gate.iter().all(|f| f["baseline"] == "known"), "{gate:#?}");
     let summary = std::fs::read_to_string(dir.path().join("second/summary.md")).unwrap();
-    assert!(summary.contains("**0 new**"), "{summary}");
+    assert!(summary.contains("**0 new, "), "{summary}");
     let sarif = read_json(&dir.path().join("second/results.sarif"));
     let results = sarif["runs"][0]["results"].as_array().unwrap();
     assert!(

@@ -123,11 +123,9 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
     if let Some(judged) = &outcome.baseline {
         let _ = writeln!(
             md,
-            "Against the baseline {}: **{} new**, {} known, {} not reached\n",
+            "Against the baseline {}: **{}**\n",
             code(&judged.file),
-            judged.new,
-            judged.known,
-            judged.not_reached.len()
+            judged.counts()
         );
         for k in &judged.not_reached {
             let _ = writeln!(

@@ -50,11 +50,9 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
         facts.push((
             "baseline",
             format!(
-                "{}: {} new, {} known, {} not reached{}",
+                "{}: {}{}",
                 code(&judged.file),
-                judged.new,
-                judged.known,
-                judged.not_reached.len(),
+                text(&judged.counts()),
                 judged
                     .not_reached
                     .iter()
