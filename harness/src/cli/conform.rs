@@ -74,9 +74,10 @@ pub struct ConformArgs {
     /// reach is reported.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
-    /// Write a baseline that knows every gate finding of this run (one entry per op and rule,
-    /// its cause and reason to be filled in from the SUT's code), atomically; an existing file
-    /// is replaced only with --baseline naming the same file.
+    /// Write a baseline that knows every gate finding of this run, atomically: the entries of
+    /// --baseline kept as written, plus one per new op and rule, its cause and reason to be
+    /// filled in from the SUT's code. An existing file is replaced only when --baseline names
+    /// it too.
     #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,
     /// Stop at the first gate failure (after shrinking it): how `cargo xtask mutants` times a kill.
@@ -321,7 +322,8 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         }
     }
     if let Some(path) = &args.write_baseline {
-        let text = normfuzz::runner::baseline::draft(&outcome.findings, &sut_command);
+        let text =
+            normfuzz::runner::baseline::draft(&outcome.findings, &sut_command, baseline.as_ref());
         normfuzz::fs::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!(

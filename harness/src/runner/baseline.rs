@@ -128,10 +128,11 @@ impl Baseline {
     }
 }
 
-/// A baseline that knows every gate finding of a run (`--write-baseline`): one entry per
-/// (op, rule), its class the derived one, its cause and reason to be filled in from the SUT's
-/// code (a baseline whose reasons nobody read is a list of ignored bugs).
-pub fn draft(findings: &[Finding], command: &str) -> String {
+/// A baseline that knows every gate finding of a run (`--write-baseline`): the entries of
+/// `existing` (the baseline the run read) kept as they are, reasons and all, then one new entry
+/// per (op, rule) it did not know, its class the derived one, its cause and reason to be filled
+/// in from the SUT's code (a baseline whose reasons nobody read is a list of ignored bugs).
+pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -> String {
     let mut out = format!(
         "# Known findings of `{command}`, drafted by `normfuzz conform --write-baseline`.\n\
          # For each entry, read the SUT's code and replace `cause` (a short id shared by the\n\
@@ -140,6 +141,11 @@ pub fn draft(findings: &[Finding], command: &str) -> String {
          # otherwise (bug, hardening or spec: see the spec's \"Impact classes\").\n"
     );
     let mut seen = BTreeSet::new();
+    for known in existing.into_iter().flat_map(|b| &b.known) {
+        seen.insert((known.op, known.rule));
+        let entry = toml::to_string(known).unwrap_or_default();
+        let _ = write!(out, "\n[[known]]\n{entry}");
+    }
     let gate: Vec<&Finding> = findings.iter().filter(|f| f.gate).collect();
     for f in &gate {
         if !seen.insert((f.op, f.rule)) {
@@ -270,7 +276,7 @@ mod tests {
             finding(Op::NeutralizeText, Rule::S1, true, "another kind"),
             finding(Op::CoerceToolResult, Rule::C4, false, "divergence"),
         ];
-        let text = draft(&findings, "python3 shim.py");
+        let text = draft(&findings, "python3 shim.py", None);
         let baseline = Baseline::parse(&text).unwrap();
         assert_eq!(
             baseline.known.len(),
@@ -279,6 +285,21 @@ mod tests {
         );
         assert_eq!(baseline.known[0].cause, "kept-directive-media");
         assert!(baseline.known[0].reason.starts_with("TODO"));
+        // Drafted again over a baseline whose reason was filled in: the entry is kept as
+        // written, and only a finding it does not know gets a new one.
+        let mut read = baseline.clone();
+        read.known[0].reason = "read in neutralize.js: accepted".into();
+        let more = [
+            finding(Op::NeutralizeText, Rule::S1, true, "kept_directive: MEDIA"),
+            finding(Op::CoerceToolResult, Rule::S2, true, "image without data"),
+        ];
+        let again = Baseline::parse(&draft(&more, "python3 shim.py", Some(&read))).unwrap();
+        assert_eq!(again.known.len(), 2);
+        assert_eq!(again.known[0], read.known[0]);
+        assert_eq!(
+            (again.known[1].op, again.known[1].rule),
+            (Op::CoerceToolResult, Rule::S2)
+        );
         let ops = BTreeSet::from([Op::NeutralizeText, Op::CoerceToolResult]);
         let judged = baseline.judge("b.toml", &findings, &ops);
         assert_eq!((judged.known, judged.new), (2, 0));
