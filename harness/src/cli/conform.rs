@@ -10,10 +10,9 @@ use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
 use normfuzz::runner::campaign::{Campaign, Progress, Shard};
 use normfuzz::runner::impact::{Class, Profile};
-use normfuzz::runner::sut::SutOptions;
 use normfuzz::runner::upstream::RuntimeId;
 
-use super::io::open_sut;
+use super::io::{SutArgs, open_sut};
 
 /// How often a run whose stderr is not a terminal prints a progress line.
 const PLAIN_EVERY: Duration = Duration::from_secs(10);
@@ -89,19 +88,14 @@ pub struct ConformArgs {
     /// Also store each finding's minimal input under corpus/regressions/<op>/.
     #[arg(long)]
     save_regressions: bool,
-    /// Per-request time-out in milliseconds: the ceiling. Below it the wait is calibrated on the
-    /// SUT's first answers (ten times their 99th percentile, at least 100 ms), and the first
-    /// wait of each op that runs out is sent again alone with this full time-out before it
-    /// counts as a hang (B1).
-    #[arg(long, default_value_t = 5000)]
-    timeout_ms: u64,
-    /// Wait the whole --timeout-ms for every answer (no calibration).
+    #[command(flatten)]
+    sut_limits: SutArgs,
+    /// Wait the whole --timeout-ms for every answer. Without it the wait is calibrated on the
+    /// SUT's first answers (ten times their 99th percentile, at least 100 ms, --timeout-ms the
+    /// ceiling), and the first wait of each op that runs out is sent again alone with the full
+    /// --timeout-ms before it counts as a hang (B1).
     #[arg(long)]
     fixed_timeout: bool,
-    /// Longest answer line in bytes; a longer one is a protocol fault and the SUT is restarted.
-    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    max_answer_bytes: u64,
 }
 
 /// `[conform]` of a `--config` file: the flags of the same names.
@@ -219,11 +213,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         Some(path) => Profile::load(path)?,
         None => Profile::reference_contract(),
     };
-    let options = SutOptions {
-        timeout: Duration::from_millis(args.timeout_ms),
-        max_answer_bytes: usize::try_from(args.max_answer_bytes).unwrap_or(usize::MAX),
-        calibrate: !args.fixed_timeout,
-    };
+    let options = args.sut_limits.options(!args.fixed_timeout);
     let progress = Progress::default();
     let bar = indicatif::ProgressBar::new(campaign.cases.unwrap_or(0));
     bar.set_style(

@@ -2,13 +2,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
-use normfuzz::runner::sut::SutOptions;
 
-use super::io::{open_sut, print_json};
+use super::io::{SutArgs, open_sut, print_json};
 
 #[derive(clap::Args)]
 pub struct ReproArgs {
@@ -17,13 +15,8 @@ pub struct ReproArgs {
     /// SUT command (argv, no shell), or `reference` for the built-in reference in process.
     #[arg(long)]
     sut: String,
-    /// Per-request timeout in milliseconds.
-    #[arg(long, default_value_t = 5000)]
-    timeout_ms: u64,
-    /// Longest answer line in bytes; a longer one is a protocol fault and the SUT is restarted.
-    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20,
-          value_parser = clap::value_parser!(u64).range(1..))]
-    max_answer_bytes: u64,
+    #[command(flatten)]
+    sut_limits: SutArgs,
 }
 
 /// Exits 1 if the finding still fails the gate.
@@ -32,8 +25,7 @@ pub fn run(args: ReproArgs) -> Result<ExitCode> {
     let ReproArgs {
         file,
         sut,
-        timeout_ms,
-        max_answer_bytes,
+        sut_limits,
     } = args;
     let text = std::fs::read_to_string(&file)
         .with_context(|| format!("cannot read {}", file.display()))?;
@@ -45,12 +37,8 @@ pub fn run(args: ReproArgs) -> Result<ExitCode> {
         .and_then(Op::parse)
         .context("the file names no known `op`")?;
     let input = stored.get("input").context("the file has no `input`")?;
-    let options = SutOptions {
-        timeout: Duration::from_millis(timeout_ms),
-        max_answer_bytes: usize::try_from(max_answer_bytes).unwrap_or(usize::MAX),
-        // One case: nothing to calibrate on, it has the whole time-out.
-        calibrate: false,
-    };
+    // One case: nothing to calibrate on, it has the whole time-out.
+    let options = sut_limits.options(false);
     let mut sut = open_sut(&sut, options)?;
     let (answer, reference, violations) =
         normfuzz::runner::campaign::replay(sut.as_mut(), op, input)?;

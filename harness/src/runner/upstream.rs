@@ -62,6 +62,10 @@ pub struct RuntimeFile {
     e2e_install: bool,
     /// The protocol shim's argv; `${cache}` is the install folder, `${adapter}` the file's.
     pub command: Vec<String>,
+    /// How long the shim may take to send its handshake (`--handshake-timeout-ms`), when its
+    /// runtime imports for longer than the protocol's 10 s.
+    #[serde(default)]
+    pub handshake_timeout_ms: Option<u64>,
     /// The packages a reader installs, and the one command that does it (set on read).
     #[serde(skip)]
     packages: Vec<String>,

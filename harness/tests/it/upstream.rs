@@ -377,6 +377,11 @@ fn cached_runtimes_reproduce_their_findings_with_the_standalone_script() {
             .arg("repro")
             .arg(&case)
             .args(["--sut", &sut.join(" ")])
+            .args(
+                runtime
+                    .handshake_timeout_ms
+                    .map(|ms| format!("--handshake-timeout-ms={ms}")),
+            )
             .output()
             .unwrap();
         let replay: Value = serde_json::from_slice(&replay.stdout).unwrap_or_else(|e| {

@@ -35,6 +35,9 @@ pub struct Runtime {
     pub command: Vec<String>,
     /// The baseline of known findings for this version, next to this file.
     pub baseline: String,
+    /// How long the shim may take to send its handshake, for a runtime whose imports take
+    /// longer than the protocol's 10 s on a loaded machine (`conform --handshake-timeout-ms`).
+    pub handshake_timeout_ms: Option<u64>,
 }
 
 impl Runtime {
@@ -77,6 +80,7 @@ impl Runtime {
             install,
             command: raw.command,
             baseline: raw.baseline,
+            handshake_timeout_ms: raw.handshake_timeout_ms,
         })
     }
 }
@@ -113,6 +117,7 @@ struct RawRuntime {
     e2e_install: bool,
     command: Vec<String>,
     baseline: String,
+    handshake_timeout_ms: Option<u64>,
 }
 
 pub struct Options {
@@ -322,7 +327,12 @@ fn run_one(
         .arg(dir.join("profile.toml"))
         // Known findings are judged by conform itself (and not shrunk again).
         .arg("--baseline")
-        .arg(dir.join(&runtime.baseline));
+        .arg(dir.join(&runtime.baseline))
+        .args(
+            runtime
+                .handshake_timeout_ms
+                .map(|ms| format!("--handshake-timeout-ms={ms}")),
+        );
     // 0: no gate failure, 1: some (judged against the baseline), 2: the run itself failed.
     run_into_report(command, options.cases, options, report)
 }

@@ -643,6 +643,7 @@ mod tests {
             },
             command: vec!["node".into()],
             baseline: "demo.baseline.toml".into(),
+            handshake_timeout_ms: None,
         }
     }
 

@@ -165,6 +165,9 @@ pub struct SutOptions {
     /// Calibrate the wait on the SUT's first answers (`patience.rs`); without it every answer
     /// has the whole `timeout`.
     pub calibrate: bool,
+    /// How long a (re)started SUT has for its handshake: the protocol's 10 s, longer for a
+    /// runtime whose imports take that long on a loaded machine.
+    pub handshake_timeout: Duration,
 }
 
 impl Default for SutOptions {
@@ -173,6 +176,7 @@ impl Default for SutOptions {
             timeout: DEFAULT_REQUEST_TIMEOUT,
             max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
             calibrate: true,
+            handshake_timeout: HANDSHAKE_TIMEOUT,
         }
     }
 }
@@ -229,7 +233,8 @@ impl ProcessSut {
         if argv.is_empty() {
             bail!("the SUT command is empty");
         }
-        let (running, handshake) = Running::spawn(&argv, options.max_answer_bytes)?;
+        let (running, handshake) =
+            Running::spawn(&argv, options.max_answer_bytes, options.handshake_timeout)?;
         let ops = handshake.known_ops();
         if ops.is_empty() {
             bail!(
@@ -260,8 +265,12 @@ impl ProcessSut {
     fn running(&mut self) -> Result<&mut Running> {
         if self.running.is_none() {
             let started = Instant::now();
-            let (running, _) = Running::spawn(&self.argv, self.options.max_answer_bytes)
-                .context("restarting the SUT")?;
+            let (running, _) = Running::spawn(
+                &self.argv,
+                self.options.max_answer_bytes,
+                self.options.handshake_timeout,
+            )
+            .context("restarting the SUT")?;
             self.running = Some(running);
             self.restarts += 1;
             if std::mem::take(&mut self.after_hang) {

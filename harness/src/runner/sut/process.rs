@@ -48,8 +48,13 @@ pub(super) struct Ended {
 }
 
 impl Running {
-    /// Starts `argv` and reads its handshake (each line at most `max_line` bytes).
-    pub fn spawn(argv: &[String], max_line: usize) -> Result<(Self, Handshake)> {
+    /// Starts `argv` and reads its handshake within `handshake_timeout` (each line at most
+    /// `max_line` bytes).
+    pub fn spawn(
+        argv: &[String],
+        max_line: usize,
+        handshake_timeout: Duration,
+    ) -> Result<(Self, Handshake)> {
         let mut child = Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(Stdio::piped())
@@ -79,7 +84,7 @@ impl Running {
             stderr,
             ended: None,
         };
-        let handshake = running.handshake(argv, max_line);
+        let handshake = running.handshake(argv, max_line, handshake_timeout);
         match handshake {
             Ok(handshake) => Ok((running, handshake)),
             Err(e) => {
@@ -89,15 +94,21 @@ impl Running {
         }
     }
 
-    fn handshake(&mut self, argv: &[String], max_line: usize) -> Result<Handshake> {
+    fn handshake(
+        &mut self,
+        argv: &[String],
+        max_line: usize,
+        timeout: Duration,
+    ) -> Result<Handshake> {
         let command = argv.join(" ");
         let pid = self.child.id();
-        let deadline = Instant::now() + HANDSHAKE_TIMEOUT;
+        let deadline = Instant::now() + timeout;
         let line = match self.stdout.next(deadline, || has_exited(pid)) {
             Ok(Next::Line(line)) => line.to_vec(),
             Ok(Next::TimedOut) => bail!(
-                "SUT `{command}` sent no handshake within {} s{}",
-                HANDSHAKE_TIMEOUT.as_secs(),
+                "SUT `{command}` sent no handshake within {:.1} s (--handshake-timeout-ms gives \
+                 a slow-starting SUT longer){}",
+                timeout.as_secs_f64(),
                 self.stderr_note()
             ),
             Ok(Next::Oversized(head)) => bail!(

@@ -124,6 +124,30 @@ fn exit_before_the_handshake_is_a_clear_error() {
     );
 }
 
+/// The handshake has `handshake_timeout`: a SUT that imports for longer is refused with a
+/// message naming the flag that gives it more, and started when given it.
+#[test]
+fn a_slow_start_gets_the_handshake_time_it_is_given() {
+    let quick = SutOptions {
+        handshake_timeout: Duration::from_millis(300),
+        ..options(1_000)
+    };
+    let err = ProcessSut::start_with(fault_argv("slow_start.py", &["1.5"]), quick)
+        .err()
+        .expect("no handshake within 300 ms");
+    let message = format!("{err:#}");
+    assert!(message.contains("no handshake within 0.3 s"), "{message}");
+    assert!(message.contains("--handshake-timeout-ms"), "{message}");
+    let patient = SutOptions {
+        handshake_timeout: Duration::from_secs(10),
+        ..options(1_000)
+    };
+    let mut sut = fault_sut("slow_start.py", &["1.5"], patient);
+    let input = json!({"text": "hello"});
+    let answers = sut.call(&[(Op::NeutralizeText, &input)]).expect("answers");
+    assert_eq!(answers, [Answer::Output(json!({"text": "hello"}))]);
+}
+
 #[test]
 fn exit_mid_answer_is_a_crash() {
     let mut sut = fault_sut("exit_mid_answer.py", &[], options(5_000));
