@@ -1,4 +1,5 @@
-//! `mock-providers`: serve the mock LLM provider APIs, or run the mock MCP server on stdio.
+//! `mock-providers`: serve the mock LLM provider APIs, run the mock MCP server on stdio, or
+//! compare the mocks with the real APIs (`drift`).
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
@@ -8,6 +9,8 @@ use mock_providers::server::{Config, MockProviders};
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+
+mod drift;
 
 #[derive(Parser)]
 #[command(
@@ -45,13 +48,24 @@ enum Command {
     },
     /// Run the mock MCP server on stdio, answering `tools/call` with the given result.
     Mcp {
-        /// JSON file holding the `CallToolResult` (any JSON value) to serve verbatim.
+        /// JSON file holding the `CallToolResult` (any JSON value) to serve verbatim. Repeated:
+        /// the i-th call gets the i-th file's result, the last one repeats (each run of a tool
+        /// then tells itself apart).
+        #[arg(long, required = true)]
+        result: Vec<PathBuf>,
+        /// Append each `tools/call` to this JSON Lines file (`{"call": n, "name", "arguments"}`).
         #[arg(long)]
-        result: PathBuf,
+        calls: Option<PathBuf>,
         /// Name of the one advertised tool.
         #[arg(long, default_value = mock_providers::mcp_server::DEFAULT_TOOL_NAME)]
         tool: String,
     },
+    /// Replay the verdict cases (`mock-providers/drift/cases.jsonl`) against the real APIs and
+    /// report every status or message that differs from the mock's.
+    ///
+    /// Keys come from ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY and OLLAMA_HOST; a provider
+    /// without one is skipped. Exit 0: no drift; 1: drift or a failed request; 2: usage error.
+    Drift(drift::DriftArgs),
 }
 
 /// The mock Telegram Bot API (`/bot<token>/<method>` on the same address).
@@ -99,13 +113,27 @@ async fn main() -> anyhow::Result<()> {
             capture,
             telegram,
         } => serve(addr, script, capture, telegram.setup()).await,
-        Command::Mcp { result, tool } => {
-            let text =
-                std::fs::read(&result).with_context(|| format!("reading {}", result.display()))?;
-            let value = serde_json::from_slice(&text)
-                .with_context(|| format!("parsing {}", result.display()))?;
-            let server = mock_providers::mcp_server::McpServer::new(value)
+        // Its own exit codes (1 drift, 2 usage); blocking curl calls, nothing else is running.
+        Command::Drift(args) => std::process::exit(drift::run(args)),
+        Command::Mcp {
+            result,
+            calls,
+            tool,
+        } => {
+            let values = result
+                .iter()
+                .map(|path| {
+                    let text = std::fs::read(path)
+                        .with_context(|| format!("reading {}", path.display()))?;
+                    serde_json::from_slice(&text)
+                        .with_context(|| format!("parsing {}", path.display()))
+                })
+                .collect::<anyhow::Result<Vec<serde_json::Value>>>()?;
+            let mut server = mock_providers::mcp_server::McpServer::with_results(values)?
                 .with_tool(tool, mock_providers::mcp_server::DEFAULT_TOOL_DESCRIPTION);
+            if let Some(path) = calls {
+                server = server.with_call_log(path);
+            }
             mock_providers::mcp_server::run_stdio_with(server).await
         }
     }

@@ -39,6 +39,10 @@ pub struct McpServer {
     /// Never empty: the constructors guarantee it.
     results: Vec<Value>,
     calls: AtomicUsize,
+    /// Where each `tools/call` is appended as one JSON line (`{"call": n, "name", "arguments"}`):
+    /// the count outlives the server, which its client may kill, so a harness can tell whether a
+    /// tool ran again (a fallback replaying a completed call).
+    call_log: Option<std::path::PathBuf>,
 }
 
 impl McpServer {
@@ -49,6 +53,7 @@ impl McpServer {
             tool_description: DEFAULT_TOOL_DESCRIPTION.to_owned(),
             results: vec![result],
             calls: AtomicUsize::new(0),
+            call_log: None,
         }
     }
 
@@ -71,13 +76,42 @@ impl McpServer {
         self
     }
 
+    /// Appends every `tools/call` to `path` (JSON Lines, one write per call); the calls already
+    /// there count for which result is served, so servers started one after another on one log
+    /// serve the sequence once between them.
+    pub fn with_call_log(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.call_log = Some(path.into());
+        self
+    }
+
     /// Number of `tools/call` requests answered with a result so far.
     pub fn calls_served(&self) -> usize {
         self.calls.load(Ordering::Relaxed)
     }
 
-    fn next_result(&self) -> Value {
-        let call = self.calls.fetch_add(1, Ordering::Relaxed);
+    fn next_result(&self, arguments: Option<&Value>) -> Value {
+        let own = self.calls.fetch_add(1, Ordering::Relaxed);
+        // With a log, the calls it holds count too: a client that restarts the server (openclaw
+        // starts one per agent attempt) still gets the next result, not the first one again.
+        let call = match &self.call_log {
+            Some(path) => {
+                let logged = std::fs::read(path)
+                    .map_or(0, |bytes| bytes.iter().filter(|&&b| b == b'\n').count());
+                let line =
+                    json!({"call": logged + 1, "name": self.tool_name, "arguments": arguments});
+                // A log that cannot be written must not cost the client its result; the count
+                // is then missing, which a reader sees as no call.
+                let _ = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut f| {
+                        std::io::Write::write_all(&mut f, format!("{line}\n").as_bytes())
+                    });
+                logged
+            }
+            None => own,
+        };
         self.results
             .get(call)
             .or(self.results.last())
@@ -165,7 +199,9 @@ fn handle_single(server: &McpServer, message: &Value) -> Option<Value> {
         "tools/call" => {
             let name = params.and_then(|p| p.get("name")).and_then(Value::as_str);
             match name {
-                Some(name) if name == server.tool_name => server.next_result(),
+                Some(name) if name == server.tool_name => {
+                    server.next_result(params.and_then(|p| p.get("arguments")))
+                }
                 Some(name) => {
                     return Some(error_response(
                         id,

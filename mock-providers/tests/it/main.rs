@@ -2,6 +2,7 @@
 //! was a test crate of its own, and `common` holds their shared helpers.
 
 mod common;
+mod drift;
 mod errors;
 mod hostile_load;
 mod http;

@@ -127,6 +127,33 @@ fn a_result_sequence_is_served_in_order_and_the_last_repeats() {
     assert!(McpServer::with_results(Vec::new()).is_err());
 }
 
+/// Each call is logged with its arguments, so a run's tool count outlives the server, and a
+/// server restarted on the log serves the next result.
+#[test]
+fn every_call_is_appended_to_the_call_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.jsonl");
+    let server = server().with_call_log(&log);
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"mock_tool","arguments":{"k":1}}}"#;
+    reply(&server, call);
+    reply(&server, call);
+    let lines: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(
+        lines[1],
+        json!({"call": 2, "name": "mock_tool", "arguments": {"k": 1}})
+    );
+    // A server started again on the same log goes on with the sequence.
+    let again = McpServer::with_results(vec![json!({"n": 1}), json!({"n": 2}), json!({"n": 3})])
+        .unwrap()
+        .with_call_log(&log);
+    assert_eq!(reply(&again, call)["result"]["n"], 3);
+}
+
 #[test]
 fn tools_call_rejects_an_unknown_or_missing_tool_name_without_using_a_result() {
     let server = McpServer::with_results(vec![json!({"n": 1}), json!({"n": 2})]).unwrap();

@@ -80,10 +80,9 @@ fn anthropic_source(source: Value) -> Value {
     r
 }
 
-#[test]
-fn anthropic_image_schema() {
+fn anthropic_image_schema_cases() -> Vec<Case> {
     let png64 = png_b64();
-    run(vec![
+    vec![
         case(
             "E1 missing media_type",
             Anthropic,
@@ -172,11 +171,15 @@ fn anthropic_image_schema() {
             "max_tokens: Field required",
             anthropic_user(json!("hi")),
         ),
-    ]);
+    ]
 }
 
 #[test]
-fn anthropic_image_bytes() {
+fn anthropic_image_schema() {
+    run(anthropic_image_schema_cases());
+}
+
+fn anthropic_image_bytes_cases() -> Vec<Case> {
     let png64 = png_b64();
     // A PNG whose base64 string is exactly `len` long (len divisible by 4).
     let padded = b64(&[png_bytes(), vec![0]].concat());
@@ -188,7 +191,7 @@ fn anthropic_image_bytes() {
         blocks.extend((1..n).map(|_| png_block()));
         request(Anthropic, Value::Array(blocks))
     };
-    run(vec![
+    vec![
         case(
             "E4 empty data",
             Anthropic,
@@ -319,20 +322,24 @@ fn anthropic_image_bytes() {
             "Only HTTPS URLs are supported.",
             anthropic_source(json!({"type": "url", "url": "HTTPS://example.com/a.png"})),
         ),
-    ]);
+    ]
+}
+
+#[test]
+fn anthropic_image_bytes() {
+    run(anthropic_image_bytes_cases());
 }
 
 fn png_bytes() -> Vec<u8> {
     png(16, 16)
 }
 
-#[test]
-fn anthropic_text_and_tools() {
+fn anthropic_text_and_tools_cases() -> Vec<Case> {
     let tool_use = json!({"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}}]});
     let tool_result = json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "r"}]});
     let convo = |msgs: Vec<Value>| json!({"model": "m", "max_tokens": 10, "messages": msgs});
     let user = |s: &str| json!({"role": "user", "content": s});
-    run(vec![
+    vec![
         case(
             "E14 empty text block",
             Anthropic,
@@ -381,7 +388,12 @@ fn anthropic_text_and_tools() {
             "messages.2.content.0: unexpected `tool_use_id` found in `tool_result` blocks: toolu_1. Each `tool_result` block must have a corresponding `tool_use` block in the previous message.",
             convo(vec![user("q"), tool_use, tool_result]),
         ),
-    ]);
+    ]
+}
+
+#[test]
+fn anthropic_text_and_tools() {
+    run(anthropic_text_and_tools_cases());
 }
 
 #[test]
@@ -425,11 +437,10 @@ fn chat_image_url(url: Value) -> Value {
     r
 }
 
-#[test]
-fn openai_chat_images() {
+fn openai_chat_images_cases() -> Vec<Case> {
     let png64 = png_b64();
     let data_png = format!("data:image/png;base64,{png64}");
-    run(vec![
+    vec![
         case(
             "E-O1 image_url is a string",
             OpenAiChat,
@@ -507,17 +518,21 @@ fn openai_chat_images() {
             format!("Missing required parameter: '{C_URL}'."),
             chat_image_url(json!({"url": data_png, "detail": "auto"})),
         ),
-    ]);
+    ]
 }
 
 #[test]
-fn openai_chat_messages() {
+fn openai_chat_images() {
+    run(openai_chat_images_cases());
+}
+
+fn openai_chat_messages_cases() -> Vec<Case> {
     let png64 = png_b64();
     let mut image_in_tool = request(OpenAiChat, json!([text("x")]));
     image_in_tool["messages"][2]["content"] = json!([{"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png64}")}}]);
     let msgs = |m: Value| json!({"model": "gpt", "messages": m});
     let call = json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "t", "arguments": "{}"}}]});
-    run(vec![
+    vec![
         case(
             "E-O8 image in a tool message",
             OpenAiChat,
@@ -554,7 +569,12 @@ fn openai_chat_messages() {
             "Invalid 'messages[0].content': empty array. Expected an array with minimum length 1, but got an empty array instead.",
             msgs(json!([{"role": "user", "content": ""}])),
         ),
-    ]);
+    ]
+}
+
+#[test]
+fn openai_chat_messages() {
+    run(openai_chat_messages_cases());
     let v = mock_providers::validate(OpenAiChat, b"{\"model\":");
     let body = rejected(
         &v,
@@ -584,8 +604,7 @@ fn openai_envelopes_carry_param_and_code() {
     );
 }
 
-#[test]
-fn openai_chat_image_size() {
+fn openai_chat_image_size_cases() -> Vec<Case> {
     // 20 MiB + 1 decoded bytes behind a PNG header.
     let big = b64(&[
         png_bytes(),
@@ -593,20 +612,24 @@ fn openai_chat_image_size() {
     ]
     .concat());
     let ok = b64(&[png_bytes(), vec![0; 20 * 1024 * 1024 - png_bytes().len()]].concat());
-    run(vec![case(
+    vec![case(
         "20 MB per image",
         OpenAiChat,
         with_image(OpenAiChat, &big, "image/png"),
         400,
         "You uploaded an unsupported image. Please make sure your image is below 20 MB in size and is of one the following formats: ['png', 'jpeg', 'gif', 'webp'].",
         with_image(OpenAiChat, &ok, "image/png"),
-    )]);
+    )]
+}
+
+#[test]
+fn openai_chat_image_size() {
+    run(openai_chat_image_size_cases());
 }
 
 // ------------------------------------------------------------------------------------ OpenAI Responses
 
-#[test]
-fn openai_responses_rules() {
+fn openai_responses_rules_cases() -> Vec<Case> {
     let png64 = png_b64();
     let data_png = format!("data:image/png;base64,{png64}");
     let mut object_url = request(OpenAiResponses, json!([png_block()]));
@@ -615,7 +638,7 @@ fn openai_responses_rules() {
     let call =
         json!({"type": "function_call", "call_id": "call_1", "name": "t", "arguments": "{}"});
     let output = json!({"type": "function_call_output", "call_id": "call_1", "output": "r"});
-    run(vec![
+    vec![
         case(
             "image_url is an object",
             OpenAiResponses,
@@ -676,10 +699,17 @@ fn openai_responses_rules() {
             "No tool output found for function call call_1.",
             input(json!([{"role": "user", "content": "q"}])),
         ),
-    ]);
+    ]
+}
+
+#[test]
+fn openai_responses_rules() {
+    run(openai_responses_rules_cases());
 }
 
 // ------------------------------------------------------------------------------------ Gemini
+
+const G_DATA: &str = "contents[2].parts[0].function_response.parts[0].inline_data.data";
 
 fn gemini_blob(blob: Value) -> Value {
     let mut r = request(Gemini, json!([png_block()]));
@@ -691,17 +721,16 @@ fn gemini_user(parts: Value) -> Value {
     json!({"contents": [{"role": "user", "parts": parts}]})
 }
 
-#[test]
-fn gemini_rules() {
+fn gemini_rules_cases() -> Vec<Case> {
     let png64 = png_b64();
     let url_safe_unpadded = b64(&png(250, 250))
         .replace('+', "-")
         .replace('/', "_")
         .trim_end_matches('=')
         .to_string();
-    let data_path = "contents[2].parts[0].function_response.parts[0].inline_data.data";
+    let data_path = G_DATA;
     let bad64 = format!("data:image/png;base64,{png64}");
-    run(vec![
+    vec![
         case(
             "empty part",
             Gemini,
@@ -836,7 +865,13 @@ fn gemini_rules() {
             "Please use a valid role: user, model.",
             json!({"contents": [{"role": "model", "parts": [{"text": "a"}]}]}),
         ),
-    ]);
+    ]
+}
+
+#[test]
+fn gemini_rules() {
+    run(gemini_rules_cases());
+    let bad64 = format!("data:image/png;base64,{}", png_b64());
     let v = judge(Gemini, &with_image(Gemini, &bad64, "image/png"));
     let Verdict::Rejected { body, headers, .. } = &v else {
         panic!()
@@ -849,7 +884,7 @@ fn gemini_rules() {
     );
     assert_eq!(
         body["error"]["details"][0]["fieldViolations"][0]["field"],
-        data_path
+        G_DATA
     );
     assert!(headers.is_empty());
 }
@@ -866,8 +901,7 @@ fn bedrock_image(format: &str, bytes: &str) -> Value {
     json!({"image": {"format": format, "source": {"bytes": bytes}}})
 }
 
-#[test]
-fn bedrock_rules() {
+fn bedrock_rules_cases() -> Vec<Case> {
     let png64 = png_b64();
     let enum_msg = |path: &str, v: &str| {
         format!(
@@ -876,7 +910,7 @@ fn bedrock_rules() {
     };
     let top = "messages.1.member.content.2.member.image.format";
     let nested = "messages.3.member.content.1.member.toolResult.content.1.member.image.format";
-    run(vec![
+    vec![
         case(
             "format jpg",
             Bedrock,
@@ -1021,7 +1055,13 @@ fn bedrock_rules() {
             "1 validation error detected: Value null at 'messages' failed to satisfy constraint: Member must not be null",
             bedrock_user(json!([{"text": "a"}])),
         ),
-    ]);
+    ]
+}
+
+#[test]
+fn bedrock_rules() {
+    run(bedrock_rules_cases());
+    let png64 = png_b64();
     let v = judge(Bedrock, &with_image(Bedrock, &png64, "image/jpg"));
     assert_eq!(
         header(&v, "x-amzn-ErrorType"),
@@ -1037,15 +1077,14 @@ fn bedrock_rules() {
 
 // ------------------------------------------------------------------------------------ Ollama
 
-#[test]
-fn ollama_rules() {
+fn ollama_rules_cases() -> Vec<Case> {
     let png64 = png_b64();
     let two = |model: &str| {
         let mut r = request(Ollama, json!([png_block(), png_block()]));
         r["model"] = json!(model);
         r
     };
-    run(vec![
+    vec![
         case(
             "data: prefix",
             Ollama,
@@ -1099,7 +1138,12 @@ fn ollama_rules() {
             "json: cannot unmarshal number into Go struct field Message.messages.images of type api.ImageData",
             json!({"model": "llava", "messages": [{"role": "user", "content": "q", "images": [png64]}]}),
         ),
-    ]);
+    ]
+}
+
+#[test]
+fn ollama_rules() {
+    run(ollama_rules_cases());
     rejected(
         &mock_providers::validate(Ollama, b""),
         400,
@@ -1186,4 +1230,93 @@ fn a_bad_block_in_history_poisons_every_later_turn() {
             accepted(&judge(p, &healthy));
         }
     }
+}
+
+// ------------------------------------------------------------------------------------ drift's case file
+
+/// `mock-providers drift` replays these cases against the real APIs; the file is generated from them
+/// so that it cannot fall behind.
+const CASE_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/drift/cases.jsonl");
+
+/// Bodies above this are left out of the file (only their expectation is kept): the size-limit cases
+/// carry 20 MB and more, too much to check in or to send to a paid API every week.
+const MAX_CHECKED_IN_BODY: usize = 256 * 1024;
+
+fn all_cases() -> Vec<Case> {
+    [
+        anthropic_image_schema_cases(),
+        anthropic_image_bytes_cases(),
+        anthropic_text_and_tools_cases(),
+        openai_chat_images_cases(),
+        openai_chat_messages_cases(),
+        openai_chat_image_size_cases(),
+        openai_responses_rules_cases(),
+        gemini_rules_cases(),
+        bedrock_rules_cases(),
+        ollama_rules_cases(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// One line of the case file: what drift sends and what the mock answers.
+fn case_line(c: &Case) -> String {
+    let bad = serde_json::to_string(&c.bad).unwrap();
+    let good = serde_json::to_string(&c.good).unwrap();
+    let mut line = json!({
+        "provider": c.provider.name(),
+        "rule": c.rule,
+        "status": c.status,
+        "message": c.message,
+        "bad": c.bad,
+        "good": c.good,
+    });
+    if bad.len().max(good.len()) > MAX_CHECKED_IN_BODY {
+        line["bad"] = Value::Null;
+        line["good"] = Value::Null;
+        line["omitted"] = json!(format!(
+            "request bodies of {} and {} bytes, too large to check in",
+            bad.len(),
+            good.len()
+        ));
+    }
+    serde_json::to_string(&line).unwrap()
+}
+
+#[test]
+fn drift_case_file_is_current() {
+    let cases = all_cases();
+    let mut names = std::collections::HashSet::new();
+    for c in &cases {
+        assert!(
+            names.insert((c.provider.name(), c.rule)),
+            "{} {:?} twice: drift names cases by provider and rule",
+            c.provider.name(),
+            c.rule
+        );
+    }
+    let text: String = cases.iter().map(|c| case_line(c) + "\n").collect();
+    if std::env::var("NORMFUZZ_BLESS").as_deref() == Ok("1") {
+        let path = std::path::Path::new(CASE_FILE);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, &text).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(CASE_FILE).unwrap_or_default();
+    let first_difference = text
+        .lines()
+        .zip(on_disk.lines().chain(std::iter::repeat("")))
+        .position(|(want, have)| want != have)
+        .unwrap_or(text.lines().count());
+    assert!(
+        on_disk == text,
+        "{CASE_FILE} is stale from line {} (the cases in rules.rs changed): regenerate it with \
+         NORMFUZZ_BLESS=1 cargo test -p mock-providers drift_case_file_is_current",
+        first_difference + 1
+    );
+    assert!(
+        cases.len() > 50,
+        "only {} cases: a *_cases function is missing",
+        cases.len()
+    );
 }
