@@ -97,6 +97,7 @@ rules! {
     P1 = "P1", Retry, "partial executions merge their tool names and flags";
     P2 = "P2", Retry, "tool names sanitized, at most 20 of at most 100 characters";
     P3 = "P3", Retry, "the partial-execution warning goes only to a same-provider retry";
+    P4 = "P4", Retry, "a tool that completed is not run again by the fallback unless it was told";
     Provider = "provider", Provider, "every mock provider accepts the request";
     Protocol = "protocol", Protocol, "the answer follows the SUT protocol";
     Divergence = "divergence", Divergence, "differs from the reference, breaks no rule";
@@ -140,6 +141,6 @@ mod tests {
             assert_eq!(rule.as_str().parse::<Rule>().unwrap(), rule);
         }
         assert!("crash".parse::<Rule>().is_err());
-        assert_eq!(Rule::ALL.len(), 43);
+        assert_eq!(Rule::ALL.len(), 44);
     }
 }

@@ -64,7 +64,7 @@ enum Task {
         #[arg(long)]
         runtime: String,
         /// Further `normfuzz e2e` arguments: --cases N, --jobs N, --report DIR, --case ID, --seed S,
-        /// --via channel.
+        /// --via channel, --scenario fallback.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },

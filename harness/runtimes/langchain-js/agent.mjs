@@ -5,6 +5,11 @@
 // `ChatAnthropic` or `ChatOllama` (Ollama's /api/chat; it streams). Every package is loaded
 // through `importFrom` (one module format, so the adapters and the models share one
 // @langchain/core).
+//
+// Fallback cases (`e2e --scenario fallback`, issue 26): `primary.withFallbacks([fallback])`, each
+// model with the tools bound, as a dynamic `llm` (a function): a `RunnableWithFallbacks` has no
+// `bindTools`, so `createReactAgent({ llm: primary.withFallbacks(...) })` throws (its `_bindTools`,
+// dist/prebuilt/react_agent_executor.js). The user's image is an `image_url` part.
 
 import { API_KEY, MODEL, importFrom, printReply, turnConfig } from "../lib/agent.mjs";
 
@@ -12,10 +17,10 @@ const config = turnConfig();
 const { MultiServerMCPClient } = await importFrom(config.dir, "@langchain/mcp-adapters");
 const { createReactAgent } = await importFrom(config.dir, "@langchain/langgraph/prebuilt");
 
-async function model(api, baseURL) {
+async function model(api, baseURL, name = MODEL) {
   const openai = async (extra) => {
     const { ChatOpenAI } = await importFrom(config.dir, "@langchain/openai");
-    return new ChatOpenAI({ model: MODEL, apiKey: API_KEY, maxRetries: 0, configuration: { baseURL }, ...extra });
+    return new ChatOpenAI({ model: name, apiKey: API_KEY, maxRetries: 0, configuration: { baseURL }, ...extra });
   };
   switch (api) {
     case "openai-chat":
@@ -24,11 +29,11 @@ async function model(api, baseURL) {
       return openai({ useResponsesApi: true });
     case "anthropic": {
       const { ChatAnthropic } = await importFrom(config.dir, "@langchain/anthropic");
-      return new ChatAnthropic({ model: MODEL, apiKey: API_KEY, maxRetries: 0, anthropicApiUrl: baseURL });
+      return new ChatAnthropic({ model: name, apiKey: API_KEY, maxRetries: 0, anthropicApiUrl: baseURL });
     }
     case "ollama": {
       const { ChatOllama } = await importFrom(config.dir, "@langchain/ollama");
-      return new ChatOllama({ model: MODEL, baseUrl: baseURL, maxRetries: 0 });
+      return new ChatOllama({ model: name, baseUrl: baseURL, maxRetries: 0 });
     }
     default:
       throw new Error(`unknown api ${api}`);
@@ -39,9 +44,27 @@ const client = new MultiServerMCPClient({
   mcpServers: { normfuzz: { transport: "stdio", command: config.mcp.command, args: config.mcp.args } },
 });
 try {
-  const agent = createReactAgent({ llm: await model(config.api, config.baseUrl), tools: await client.getTools() });
-  // The tool call, then the reply (each a model call and a tool step).
-  const result = await agent.invoke({ messages: [{ role: "user", content: config.prompt }] }, { recursionLimit: 6 });
+  const tools = await client.getTools();
+  let llm = await model(config.api, config.baseUrl, config.model ?? MODEL);
+  if (config.fallback) {
+    const fb = config.fallback;
+    const [primary, fallback] = [llm, await model(fb.api, fb.baseUrl, fb.model)];
+    llm = async () => primary.bindTools(tools).withFallbacks([fallback.bindTools(tools)]);
+  }
+  const image = config.userImage;
+  const content = image
+    ? [
+        { type: "text", text: config.prompt },
+        { type: "image_url", image_url: { url: `data:${image.mediaType};base64,${image.data}` } },
+      ]
+    : config.prompt;
+  const agent = createReactAgent({ llm, tools });
+  // The tool call, then the reply (each a model call and a tool step); a fallback case may take
+  // two more (the primary's tool call, then the fallback's own).
+  const result = await agent.invoke(
+    { messages: [{ role: "user", content }] },
+    { recursionLimit: config.fallback ? 10 : 6 },
+  );
   const last = result.messages.at(-1);
   printReply(typeof last.content === "string" ? last.content : last.text);
 } finally {

@@ -2,7 +2,12 @@
 `langchain-core==1.8.3`): a LangGraph `create_react_agent` turn with the tools of a
 `MultiServerMCPClient` (stdio, the mock MCP server) and `ChatOpenAI` (Chat Completions, or the
 Responses API with `use_responses_api`), `ChatAnthropic` or `ChatOllama` (Ollama's /api/chat; it
-streams), pointed at the mock providers."""
+streams), pointed at the mock providers.
+
+Fallback cases (`e2e --scenario fallback`, issue 26): `primary.with_fallbacks([fallback])`, the
+model-level form; `create_react_agent` binds the tools on each model through
+`RunnableWithFallbacks.__getattr__` (langchain_core/runnables/fallbacks.py). The user's image is
+an `image_url` content block of the user message."""
 
 import asyncio
 import os
@@ -10,18 +15,18 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from agent import API_KEY, MODEL, print_reply, turn_config  # noqa: E402
+from agent import API_KEY, MODEL, print_reply, turn_config, user_image  # noqa: E402
 
 from langchain_mcp_adapters.client import MultiServerMCPClient  # noqa: E402
 from langgraph.prebuilt import create_react_agent  # noqa: E402
 
 
-def model(api, base_url):
+def model(api, base_url, name=MODEL):
     if api in ("openai-chat", "openai-responses"):
         from langchain_openai import ChatOpenAI
 
         return ChatOpenAI(
-            model=MODEL,
+            model=name,
             api_key=API_KEY,
             base_url=base_url,
             max_retries=0,
@@ -30,11 +35,11 @@ def model(api, base_url):
     if api == "anthropic":
         from langchain_anthropic import ChatAnthropic
 
-        return ChatAnthropic(model=MODEL, api_key=API_KEY, base_url=base_url, max_retries=0)
+        return ChatAnthropic(model=name, api_key=API_KEY, base_url=base_url, max_retries=0)
     if api == "ollama":
         from langchain_ollama import ChatOllama
 
-        return ChatOllama(model=MODEL, base_url=base_url)
+        return ChatOllama(model=name, base_url=base_url)
     raise ValueError(f"unknown api {api}")
 
 
@@ -43,10 +48,20 @@ async def main():
     client = MultiServerMCPClient(
         {"normfuzz": {"transport": "stdio", "command": config["mcp"]["command"], "args": config["mcp"]["args"]}}
     )
-    agent = create_react_agent(model(config["api"], config["baseUrl"]), await client.get_tools())
-    # The tool call, then the reply (each a model call and a tool step).
+    chosen = model(config["api"], config["baseUrl"], config.get("model", MODEL))
+    fallback = config.get("fallback")
+    if fallback:
+        chosen = chosen.with_fallbacks([model(fallback["api"], fallback["baseUrl"], fallback["model"])])
+    agent = create_react_agent(chosen, await client.get_tools())
+    content = config["prompt"]
+    image = user_image(config)
+    if image:
+        url = f"data:{image[1]};base64,{config['userImage']['data']}"
+        content = [{"type": "text", "text": content}, {"type": "image_url", "image_url": {"url": url}}]
+    # The tool call, then the reply (each a model call and a tool step); a fallback case may
+    # take two more (the primary's tool call, then the fallback's own).
     result = await agent.ainvoke(
-        {"messages": [{"role": "user", "content": config["prompt"]}]}, {"recursion_limit": 6}
+        {"messages": [{"role": "user", "content": content}]}, {"recursion_limit": 10}
     )
     print_reply(result["messages"][-1].text)
 

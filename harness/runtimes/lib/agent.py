@@ -14,7 +14,10 @@ API_KEY = "mock-local"
 
 
 def turn_config():
-    """`{prompt, api, baseUrl, mcp: {command, args}}`; exits 2 on a usage error."""
+    """`{prompt, api, baseUrl, mcp: {command, args}}`, and for a fallback case (`e2e --scenario
+    fallback`) `model`, `fallback` (`{api, baseUrl, model}` or null) and `userImage`
+    (`{mediaType, data}` or null: the image the user's message carries); exits 2 on a usage
+    error."""
     if len(sys.argv) != 3:
         sys.stderr.write("usage: python agent.py <turn config> <prompt>\n")
         sys.exit(2)
@@ -22,6 +25,16 @@ def turn_config():
         config = json.load(f)
     config["prompt"] = sys.argv[2]
     return config
+
+
+def user_image(config):
+    """(bytes, media type) of the image the user's message carries, or None."""
+    image = config.get("userImage")
+    if not image:
+        return None
+    import base64
+
+    return base64.b64decode(image["data"]), image["mediaType"]
 
 
 def print_reply(text):

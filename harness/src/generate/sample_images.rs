@@ -40,6 +40,44 @@ pub fn png_header(width: u32, height: u32) -> Vec<u8> {
     png
 }
 
+/// A complete `size` x `size` PNG of one RGB colour (8-bit, no filter, deflate "stored"
+/// blocks): a real image whose bytes differ by colour, so the e2e fallback cases give each
+/// image source (the user's, a local path, each tool run) its own and can tell where one came
+/// from. At most 64 x 64, so the pixel data fits one stored block.
+pub fn solid_png(size: u8, rgb: [u8; 3]) -> Vec<u8> {
+    let side = usize::from(size.clamp(1, 64));
+    // Each scanline: filter type 0 (none), then the pixels.
+    let row: Vec<u8> = std::iter::once(0)
+        .chain(rgb.iter().copied().cycle().take(3 * side))
+        .collect();
+    let raw = row.repeat(side);
+    let len = u16::try_from(raw.len()).unwrap_or(u16::MAX);
+    // zlib header (deflate, 32 KiB window, no dictionary), one final stored block, Adler-32.
+    let mut zlib = vec![0x78, 0x01, 0x01];
+    zlib.extend_from_slice(&len.to_le_bytes());
+    zlib.extend_from_slice(&(!len).to_le_bytes());
+    zlib.extend_from_slice(&raw);
+    let (mut a, mut b) = (1u32, 0u32);
+    for byte in &raw {
+        a = (a + u32::from(*byte)) % 65_521;
+        b = (b + a) % 65_521;
+    }
+    zlib.extend_from_slice(&(b << 16 | a).to_be_bytes());
+    let side = u32::try_from(side).unwrap_or(1);
+    let mut ihdr = side.to_be_bytes().to_vec();
+    ihdr.extend_from_slice(&side.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 2, 0, 0, 0]); // 8-bit RGB, no interlace
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    for (kind, data) in [(&b"IHDR"[..], &ihdr[..]), (b"IDAT", &zlib), (b"IEND", &[])] {
+        let mut chunk = kind.to_vec();
+        chunk.extend_from_slice(data);
+        png.extend_from_slice(&u32::try_from(data.len()).unwrap_or(0).to_be_bytes());
+        png.extend_from_slice(&chunk);
+        png.extend_from_slice(&crc32fast::hash(&chunk).to_be_bytes());
+    }
+    png
+}
+
 /// The 1x1 PNG with a private ancillary chunk of `padding` bytes after its header, as a large
 /// screenshot has its pixel data after the header.
 pub fn png_with_padding(padding: usize) -> Vec<u8> {

@@ -347,6 +347,7 @@ fn harm(rule: Rule) -> &'static str {
         D1 | D2 | D3 => "a reply directive is delivered as text, or media is delivered twice",
         B2 | B3 => "the output depends on how often or in which pieces it was normalized",
         P1 | P2 | P3 => "a tool name from a failed attempt crosses a fallback wrongly",
+        P4 => "a tool that already ran (a payment, a message sent) runs again on a fallback",
         B1 | Provider | Protocol | Divergence | S1 => "the SUT breaks the protocol",
     }
 }

@@ -9,13 +9,18 @@ use serde_json::{Value, json};
 
 /// The fake adapter in a temp folder with `FAKE_MODE` set to `mode`.
 fn adapter(dir: &Path, mode: &str) -> PathBuf {
+    stand_in(dir, "fake.toml", "fake_runtime.py", mode)
+}
+
+/// The stand-in `toml` (tests/runtimes/) and its `script` in `dir`, with `FAKE_MODE` = `mode`.
+fn stand_in(dir: &Path, toml: &str, script: &str, mode: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runtimes");
-    let toml = std::fs::read_to_string(src.join("fake.toml"))
+    let text = std::fs::read_to_string(src.join(toml))
         .unwrap()
         .replace("FAKE_MODE = \"good\"", &format!("FAKE_MODE = \"{mode}\""));
-    std::fs::copy(src.join("fake_runtime.py"), dir.join("fake_runtime.py")).unwrap();
-    let path = dir.join("fake.toml");
-    std::fs::write(&path, toml).unwrap();
+    std::fs::copy(src.join(script), dir.join(script)).unwrap();
+    let path = dir.join(toml);
+    std::fs::write(&path, text).unwrap();
     path
 }
 
@@ -42,13 +47,30 @@ fn e2e_via(dir: &Path, mode: &str, baseline: Option<&str>, via: &str) -> (i32, V
         "report-{mode}-{via}-{}",
         baseline.map_or(0, str::len)
     ));
+    run_e2e(
+        dir,
+        &adapter(dir, mode),
+        &report,
+        &["--cases", "11", "--jobs", "2", "--seed", "3", "--via", via],
+        baseline,
+    )
+}
+
+/// `normfuzz e2e` with `adapter` and `args` into `report`: its exit code and index.json.
+fn run_e2e(
+    dir: &Path,
+    adapter: &Path,
+    report: &Path,
+    args: &[&str],
+    baseline: Option<&str>,
+) -> (i32, Value) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_normfuzz"));
     cmd.arg("e2e")
         .arg("--adapter")
-        .arg(adapter(dir, mode))
-        .args(["--cases", "11", "--jobs", "2", "--seed", "3", "--via", via])
+        .arg(adapter)
+        .args(args)
         .arg("--report")
-        .arg(&report)
+        .arg(report)
         .arg("--cache")
         .arg(dir.join("cache"))
         .arg("--mock-providers")
@@ -385,4 +407,79 @@ fn merged_e2e_shards_equal_the_unsharded_run() {
     for file in ["summary.md", "junit.xml", "report.html"] {
         assert!(merged.join(file).is_file(), "{file}");
     }
+}
+
+/// The fallback scenario against a stand-in with a model fallback: one that strips images on a
+/// cross-provider or format fallback and keeps the history passes; one that restarts on the
+/// fallback with the user's message and its image is caught under R3 (with the source), R2 and
+/// P4 (the tool ran twice, the fallback untold).
+#[test]
+fn a_fallback_that_strips_passes_and_one_that_forwards_and_replays_is_caught() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--scenario", "fallback", "--cases", "6", "--jobs", "2"];
+    let run = |mode: &str| {
+        let adapter = stand_in(dir.path(), "fake-fallback.toml", "fake_fallback.py", mode);
+        let report = dir.path().join(format!("report-fallback-{mode}"));
+        run_e2e(dir.path(), &adapter, &report, &args, None)
+    };
+    let (code, good) = run("good");
+    assert_eq!(good["errors"], 0, "{good:#}");
+    assert_eq!(found(&good), [], "{good:#}");
+    assert_eq!(code, 0);
+    assert_eq!(good["scenario"], "fallback");
+    let cases = good["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 6);
+    // Every case fell back; the same-provider server error kept the user's and the tool's image.
+    assert!(
+        cases.iter().all(|c| c["fallback"]["fellBack"] == true),
+        "{good:#}"
+    );
+    let same = cases
+        .iter()
+        .find(|c| c["id"] == "fallback-same-after-tool-server-error")
+        .unwrap();
+    let sources: Vec<&str> = same["fallback"]["atFallback"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["source"].as_str())
+        .collect();
+    assert!(
+        sources.contains(&"prompt") && sources.contains(&"tool-run1"),
+        "{same:#}"
+    );
+
+    let (code, bad) = run("bad");
+    assert_eq!(code, 1);
+    let bad_found = found(&bad);
+    for (case, rule) in [
+        ("fallback-cross-after-tool-overloaded", "R3"),
+        ("fallback-cross-after-tool-overloaded", "P4"),
+        ("fallback-cross-before-tool-rate-limit", "R3"),
+        ("fallback-same-after-tool-format-400", "R2"),
+        ("fallback-same-after-tool-format-400", "P4"),
+    ] {
+        assert!(
+            has(&bad_found, case, rule, "model"),
+            "{case} {rule} missing from {bad_found:?}"
+        );
+    }
+    // The finding names the source: the user's prompt image, restarted with the user's message.
+    let stored: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(
+            "report-fallback-bad/findings/fallback-cross-after-tool-overloaded--R3--model.json",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        stored["evidence"]["images"][0]["source"], "prompt",
+        "{stored:#}"
+    );
+    assert!(
+        stored["repro"]
+            .as_str()
+            .unwrap()
+            .contains("--scenario fallback")
+    );
 }

@@ -35,6 +35,9 @@ pub struct Adapter {
     /// How to run the runtime for a real user behind a chat channel (`e2e --via channel`).
     #[serde(default)]
     pub channel: Option<Channel>,
+    /// How to configure a model fallback (`e2e --scenario fallback`).
+    #[serde(default)]
+    pub fallback: Option<FallbackConfig>,
     /// The adapter file's folder (set on load).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -81,6 +84,43 @@ pub struct ConfigTemplate {
     pub file: String,
     pub template: String,
 }
+
+/// The fallback scenario: the primary model on one flavour, its fallback on another flavour
+/// (cross-provider) or as a second model of the primary's (same provider). Every config
+/// template also gets, as JSON literals, `${model}` (the primary's model id), `${fallback}`
+/// (`null`, or `{"api", "baseUrl", "model"}`), `${fallback_api}`, `${fallback_base_url}`,
+/// `${fallback_model}` (`null` outside a fallback case), `${user_image}` (`null`, or
+/// `{"mediaType", "data"}`: the image the user's message carries) and `${image_path}` (`null`,
+/// or the local image file the prompt may name).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FallbackConfig {
+    /// Index of the primary's `[[flavour]]`.
+    pub primary: usize,
+    /// Index of the cross-provider fallback's `[[flavour]]` (another mock API).
+    pub cross: usize,
+    /// Replaces `[config].template` in fallback cases (a runtime whose fallback needs more
+    /// than a field, such as a second provider entry).
+    #[serde(default)]
+    pub template: Option<String>,
+    /// Replaces `template` for the same-provider variant (the second model under the
+    /// primary's own provider entry).
+    #[serde(default)]
+    pub same_template: Option<String>,
+    /// Seconds for one fallback turn (default: `turn_timeout`): a runtime's own same-model
+    /// retries with back-off come before its fallback.
+    #[serde(default)]
+    pub turn_timeout: Option<u64>,
+    /// Replaces the adapter's `prompt` in cases with a local image; `${image_path}` expands to
+    /// the file (raw), for a runtime that loads image paths its prompt names.
+    #[serde(default)]
+    pub prompt: Option<String>,
+}
+
+/// The model id of the same-provider fallback (the primary's is `${model}`).
+pub const FALLBACK_MODEL: &str = "mock-model-b";
+/// The model id every adapter's primary uses.
+pub const PRIMARY_MODEL: &str = "mock-model";
 
 /// The channel mode: the runtime's long-running channel process (a gateway) with a mock chat
 /// channel configured; the case's prompt arrives as the user's message.
@@ -165,6 +205,17 @@ impl Adapter {
                 path.display()
             );
         }
+        if let Some(fb) = &adapter.fallback {
+            let mock = |i: usize| adapter.flavour.get(i).map(|f| f.mock.as_str());
+            match (mock(fb.primary), mock(fb.cross)) {
+                (Some(a), Some(b)) if a != b => {}
+                _ => bail!(
+                    "adapter {}: [fallback] `primary` and `cross` must be indexes of two [[flavour]]s \
+                     of different mock APIs",
+                    path.display()
+                ),
+            }
+        }
         for flavour in &adapter.flavour {
             if !mock_providers::Provider::ALL
                 .iter()
@@ -179,6 +230,14 @@ impl Adapter {
             }
         }
         Ok(adapter)
+    }
+
+    /// Seconds one turn of `case` may take.
+    pub fn turn_timeout_for(&self, case: &super::cases::E2eCase) -> u64 {
+        match (&case.fallback, &self.fallback) {
+            (Some(_), Some(f)) => f.turn_timeout.unwrap_or(self.turn_timeout),
+            _ => self.turn_timeout,
+        }
     }
 
     pub fn baseline_path(&self) -> Option<PathBuf> {

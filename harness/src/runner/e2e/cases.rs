@@ -1,13 +1,18 @@
 //! End-to-end cases: what the mock MCP tool returns and what the mock model says last. The seed
 //! scenarios come first (the bugs indexed in `corpus/seeds/`), then cases drawn from the conform
 //! generators, so ids stay stable for a given seed and count.
+//!
+//! The `fallback` scenario (issue 26; spec: the end-to-end form of R, P4) drives a model
+//! fallback instead: the primary model fails at a chosen point with a chosen status, the
+//! runtime moves to a model of another API (or another model of the same API), and each image
+//! source has its own PNG so the judge can tell which reached the fallback and from where.
 
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::generate::sample_images::tiny_base64;
+use crate::generate::sample_images::{solid_png, tiny_base64};
 use crate::protocol::Op;
 use crate::reference::image::ImageFormat;
 
@@ -24,6 +29,143 @@ pub struct E2eCase {
     pub result: Value,
     /// The model's final reply, one streamed event per element.
     pub reply: Vec<String>,
+    /// A fallback case: the primary fails and the runtime moves to its fallback model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Fallback>,
+}
+
+/// Which cases `normfuzz e2e` runs.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// One tool round trip: what the tool result becomes, what the reply delivers.
+    #[default]
+    ToolResult,
+    /// A model fallback (the adapter's `[fallback]`): images and tool runs across it.
+    Fallback,
+}
+
+impl Scenario {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scenario::ToolResult => "tool-result",
+            Scenario::Fallback => "fallback",
+        }
+    }
+}
+
+/// Where the primary model fails. (Mid-stream failures are not scripted: the mock providers
+/// fail a request before its stream starts.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailAt {
+    /// The primary's first request fails: the fallback starts from the user's message.
+    BeforeTool,
+    /// The primary calls the tool, the tool runs, then the primary fails: the fallback gets a
+    /// history with a completed tool call (P4) and its image (R3).
+    AfterTool,
+}
+
+/// A fallback case's set-up.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Fallback {
+    /// The fallback is a second model of the primary's API (R5), not another API (R3).
+    pub same_provider: bool,
+    pub fail_at: FailAt,
+    /// The mock's failure kind (`mock_providers::script::FailureKind`): `rate_limit` (429),
+    /// `server_error` (500), `overloaded` (503, Anthropic 529), `image` or `format` (400).
+    pub error: String,
+    /// The user's message carries an image (the config's `${user_image}`).
+    pub user_image: bool,
+    /// The prompt names a local image file (`${image_path}`), replaced by another image after
+    /// the primary's first failure: its first bytes at the fallback came from the persisted
+    /// turn, its second ones from a fresh load of the path.
+    pub path_image: bool,
+    /// The tool result carries an image (a different one per run of the tool).
+    pub tool_image: bool,
+}
+
+impl Fallback {
+    /// Whether R2 applies (strip after a format failure) rather than R5 on a same-provider retry.
+    pub fn is_format_failure(&self) -> bool {
+        matches!(self.error.as_str(), "image" | "format")
+    }
+}
+
+/// One image source of a fallback case, each its own 16x16 PNG.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ImageSource {
+    /// Attached to the user's message.
+    Prompt,
+    /// The local file's bytes as the first attempt loaded them: at the fallback, only a
+    /// persisted user turn still holds these.
+    PersistedPath,
+    /// The local file's bytes after the primary's first failure: only a fresh load of the path
+    /// named in the prompt (openclaw's re-detection) yields these.
+    RedetectedPath,
+    /// The tool's first run.
+    ToolRun1,
+    /// The tool's second run (the fallback's own call).
+    ToolRun2,
+}
+
+impl ImageSource {
+    pub const ALL: [ImageSource; 5] = [
+        ImageSource::Prompt,
+        ImageSource::PersistedPath,
+        ImageSource::RedetectedPath,
+        ImageSource::ToolRun1,
+        ImageSource::ToolRun2,
+    ];
+
+    /// The PNG of this source (base64).
+    pub fn base64(self) -> String {
+        let rgb = match self {
+            ImageSource::Prompt => [200, 30, 30],
+            ImageSource::PersistedPath => [30, 160, 60],
+            ImageSource::RedetectedPath => [30, 200, 200],
+            ImageSource::ToolRun1 => [40, 60, 200],
+            ImageSource::ToolRun2 => [220, 200, 40],
+        };
+        base64_simd::STANDARD.encode_to_string(solid_png(16, rgb))
+    }
+
+    /// Where the image came from, as reports say it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            ImageSource::Prompt => "the user's prompt image",
+            ImageSource::PersistedPath => {
+                "the user's local image as the persisted user turn holds it"
+            }
+            ImageSource::RedetectedPath => {
+                "the user's local image, loaded again from the path the prompt names"
+            }
+            ImageSource::ToolRun1 => "the tool result of the failed attempt",
+            ImageSource::ToolRun2 => "the tool result of the fallback's own call",
+        }
+    }
+}
+
+/// The text that marks a tool run's result, so the fallback's history shows which run it holds.
+pub fn tool_run_text(run: usize) -> String {
+    format!("Attachment run {run}: quarterly report attached.")
+}
+
+/// What the mock MCP server answers to a fallback case's tool runs, in order.
+pub fn fallback_results(fallback: &Fallback) -> Vec<Value> {
+    [(1, ImageSource::ToolRun1), (2, ImageSource::ToolRun2)]
+        .into_iter()
+        .map(|(run, source)| {
+            let mut content = vec![json!({"type": "text", "text": tool_run_text(run)})];
+            if fallback.tool_image {
+                content.push(
+                    json!({"type": "image", "data": source.base64(), "mimeType": "image/png"}),
+                );
+            }
+            json!({ "content": content })
+        })
+        .collect()
 }
 
 const DONE: &str = "Done: I fetched the attachment.";
@@ -44,6 +186,7 @@ fn case(
         image_input,
         result,
         reply: reply.iter().map(|s| s.to_string()).collect(),
+        fallback: None,
     }
 }
 
@@ -160,16 +303,145 @@ pub fn seeds() -> Vec<E2eCase> {
     ]
 }
 
+fn fallback_case(id: &str, about: &str, fallback: Fallback) -> E2eCase {
+    E2eCase {
+        id: id.into(),
+        about: about.into(),
+        flavour: 0,
+        image_input: true,
+        result: fallback_results(&fallback).swap_remove(0),
+        reply: vec!["Done: the fallback model answered.".into()],
+        fallback: Some(fallback),
+    }
+}
+
+/// The fallback scenario's seeds (seed 004's bug class, issue 26), most telling first.
+pub fn fallback_seeds() -> Vec<E2eCase> {
+    let fb = |same_provider, fail_at, error: &str, user_image, path_image, tool_image| Fallback {
+        same_provider,
+        fail_at,
+        error: error.into(),
+        user_image,
+        path_image,
+        tool_image,
+    };
+    use FailAt::{AfterTool, BeforeTool};
+    vec![
+        fallback_case(
+            "fallback-cross-after-tool-overloaded",
+            "the primary calls the tool, then answers 529/503 overloaded: the fallback on another API \
+             must get none of the user's images and not the tool's (R3), nor run the tool again \
+             untold (P4)",
+            fb(false, AfterTool, "overloaded", true, true, true),
+        ),
+        fallback_case(
+            "fallback-cross-before-tool-rate-limit",
+            "the primary's first request answers 429: the fallback on another API starts from the \
+             user's message, which must reach it without the user's images (R3)",
+            fb(false, BeforeTool, "rate_limit", true, true, true),
+        ),
+        fallback_case(
+            "fallback-cross-after-tool-image-400",
+            "the primary calls the tool, then answers 400 (an image it cannot process): the \
+             fallback on another API gets no image (R2, R3)",
+            fb(false, AfterTool, "image", true, true, true),
+        ),
+        fallback_case(
+            "fallback-same-after-tool-server-error",
+            "the primary calls the tool, then answers 500: the fallback is another model of the \
+             same API, which keeps every image (R5, F1)",
+            fb(true, AfterTool, "server_error", true, true, true),
+        ),
+        fallback_case(
+            "fallback-same-after-tool-format-400",
+            "the primary calls the tool, then answers a 400 format error: even on the same API, \
+             the fallback gets no image (R2)",
+            fb(true, AfterTool, "format", true, true, true),
+        ),
+        fallback_case(
+            "fallback-cross-after-tool-server-error-tool-image-only",
+            "no user image; the primary calls the tool, then answers 500: the tool's image must \
+             not reach the fallback on another API (R3)",
+            fb(false, AfterTool, "server_error", false, false, true),
+        ),
+    ]
+}
+
+/// The first `count` cases of `scenario` (`seed` picks the generated ones).
+pub fn plan_for(scenario: Scenario, count: usize, seed: u64) -> Vec<E2eCase> {
+    match scenario {
+        Scenario::ToolResult => plan(count, seed),
+        Scenario::Fallback => plan_fallback(count, seed),
+    }
+}
+
+/// The seeds of `scenario`.
+pub fn seeds_for(scenario: Scenario) -> Vec<E2eCase> {
+    match scenario {
+        Scenario::ToolResult => seeds(),
+        Scenario::Fallback => fallback_seeds(),
+    }
+}
+
+/// The generators' RNG for `seed`: `salt` keeps the scenarios' draws apart.
+fn runner(seed: u64, salt: &[u8; 8]) -> TestRunner {
+    let mut bytes = [0u8; 32];
+    bytes[..8].copy_from_slice(&seed.to_le_bytes());
+    bytes[8..16].copy_from_slice(salt);
+    TestRunner::new_with_rng(
+        Config::default(),
+        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
+    )
+}
+
+/// The fallback seeds, then cases drawing the failure point, the status, the provider pairing
+/// and which images there are (at least one).
+pub fn plan_fallback(count: usize, seed: u64) -> Vec<E2eCase> {
+    use proptest::prelude::*;
+    let mut cases: Vec<E2eCase> = fallback_seeds().into_iter().take(count).collect();
+    let mut runner = runner(seed, b"e2e-fall");
+    let errors = mock_providers::script::FailureKind::ALL.map(|k| k.name());
+    let draw = (
+        any::<bool>(),
+        any::<bool>(),
+        0..errors.len(),
+        any::<bool>(),
+        any::<bool>(),
+        any::<bool>(),
+    );
+    let mut n = 0;
+    while cases.len() < count {
+        let Ok(tree) = draw.new_tree(&mut runner) else {
+            break;
+        };
+        let (same_provider, after, error, user_image, path_image, tool_image) = tree.current();
+        let fallback = Fallback {
+            same_provider,
+            fail_at: if after {
+                FailAt::AfterTool
+            } else {
+                FailAt::BeforeTool
+            },
+            error: errors[error].into(),
+            user_image,
+            path_image,
+            // No image at all would judge nothing about images.
+            tool_image: tool_image || !(user_image || path_image),
+        };
+        cases.push(fallback_case(
+            &format!("fallback-gen-{seed}-{n}"),
+            "generated: failure point, status, provider pairing and images drawn",
+            fallback,
+        ));
+        n += 1;
+    }
+    cases
+}
+
 /// The first `count` cases: seeds, then generated ones (`seed` picks them).
 pub fn plan(count: usize, seed: u64) -> Vec<E2eCase> {
     let mut cases: Vec<E2eCase> = seeds().into_iter().take(count).collect();
-    let mut bytes = [0u8; 32];
-    bytes[..8].copy_from_slice(&seed.to_le_bytes());
-    bytes[8..16].copy_from_slice(b"e2e-gen!");
-    let mut runner = TestRunner::new_with_rng(
-        Config::default(),
-        TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
-    );
+    let mut runner = runner(seed, b"e2e-gen!");
     let result = crate::generate::cases::op_input(Op::CoerceToolResult);
     let reply = (crate::generate::cases::reply_text(), 1usize..4);
     let mut n = 0;
@@ -186,6 +458,7 @@ pub fn plan(count: usize, seed: u64) -> Vec<E2eCase> {
             image_input: n % 3 != 2,
             result: result.current(),
             reply: split(&text, pieces),
+            fallback: None,
         });
         n += 1;
     }
@@ -220,6 +493,40 @@ mod tests {
         assert_ne!(a[seeds].result, plan(14, 8)[seeds].result);
         let ids: std::collections::HashSet<_> = a.iter().map(|c| &c.id).collect();
         assert_eq!(ids.len(), a.len(), "ids are unique");
+    }
+
+    #[test]
+    fn fallback_plans_are_stable_distinct_and_every_image_source_is_its_own_png() {
+        let a = plan_fallback(12, 5);
+        assert_eq!(a, plan_fallback(12, 5));
+        assert_eq!(a[0].id, "fallback-cross-after-tool-overloaded");
+        let seeds = fallback_seeds().len();
+        assert_eq!(a[seeds].id, "fallback-gen-5-0");
+        let ids: std::collections::HashSet<_> = a.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), a.len(), "ids are unique");
+        for case in &a {
+            let fb = case.fallback.as_ref().expect("a fallback case");
+            assert!(
+                fb.user_image || fb.path_image || fb.tool_image,
+                "{}",
+                case.id
+            );
+        }
+        // Both pairings and both failure points are drawn within a few cases.
+        let drawn: Vec<&Fallback> = a[seeds..]
+            .iter()
+            .filter_map(|c| c.fallback.as_ref())
+            .collect();
+        assert!(drawn.iter().any(|f| f.same_provider) && drawn.iter().any(|f| !f.same_provider));
+        assert!(drawn.iter().any(|f| f.fail_at == FailAt::AfterTool));
+        let pngs: std::collections::HashSet<String> =
+            ImageSource::ALL.iter().map(|s| s.base64()).collect();
+        assert_eq!(pngs.len(), ImageSource::ALL.len());
+        for png in &pngs {
+            let block = json!({"type": "image", "data": png, "mimeType": "image/png"});
+            assert!(crate::oracle::image::is_valid_input_image(&block));
+        }
+        assert_eq!(plan_for(Scenario::ToolResult, 3, 5), plan(3, 5));
     }
 
     #[test]

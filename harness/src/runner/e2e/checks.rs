@@ -10,6 +10,7 @@
 //! per provider API; the delivered items); this file judges them.
 
 pub mod channel;
+pub mod fallback;
 mod view;
 
 use std::collections::HashSet;

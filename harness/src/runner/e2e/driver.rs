@@ -18,7 +18,7 @@ use anyhow::{Context, Result, bail};
 
 use super::adapter::Adapter;
 use super::baseline::Baseline;
-use super::cases::{self, E2eCase};
+use super::cases::{self, E2eCase, Scenario};
 use super::install;
 use super::one_turn::TurnSpec;
 use super::one_turn::Via;
@@ -33,6 +33,10 @@ pub struct E2eArgs {
     /// Number of cases: the seed scenarios first, then generated ones.
     #[arg(long, default_value_t = 10)]
     pub cases: usize,
+    /// Which cases: `tool-result` (one tool round trip) or `fallback` (the primary model fails
+    /// and the runtime moves to its fallback: the adapter's `[fallback]`).
+    #[arg(long, value_enum, default_value = "tool-result")]
+    pub scenario: Scenario,
     /// Run only this case id (repeatable); ids are stable for a given --seed.
     #[arg(long = "case", value_name = "ID")]
     pub only: Vec<String>,
@@ -111,6 +115,13 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             adapter.name
         );
     }
+    if args.scenario == Scenario::Fallback && adapter.fallback.is_none() {
+        bail!(
+            "--scenario fallback: adapter {} has no [fallback] section (how to configure {}'s model fallback)",
+            args.adapter.display(),
+            adapter.name
+        );
+    }
     let isolation = Isolation::probe(&args.isolation)?;
     let plan = shard_cases(select_cases(&args)?, args.shard.unwrap_or(Shard::WHOLE));
     let report = absolute(&args.report.clone().unwrap_or_else(|| {
@@ -161,7 +172,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
                         })
                         .collect();
                     eprintln!(
-                        "[{n}/{}] {} ({}): {} in {:.1} s",
+                        "[{n}/{}] {} ({}): {} in {:.1} s{}",
                         plan.len(),
                         case.id,
                         outcome.api,
@@ -170,7 +181,11 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
                             (None, true) => "pass".to_string(),
                             (None, false) => rules.join(", "),
                         },
-                        outcome.elapsed_ms as f64 / 1000.0
+                        outcome.elapsed_ms as f64 / 1000.0,
+                        outcome
+                            .fallback
+                            .as_ref()
+                            .map_or(String::new(), |f| format!("; {}", f.line()))
                     );
                     outcomes
                         .lock()
@@ -190,6 +205,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             runtime_name: &runtime_name,
             isolation,
             seed: args.seed,
+            scenario: args.scenario,
             baseline: &baseline,
             baseline_path: baseline_path.as_deref(),
             plan: &plan,
@@ -203,9 +219,9 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
 
 fn select_cases(args: &E2eArgs) -> Result<Vec<E2eCase>> {
     if args.only.is_empty() {
-        return Ok(cases::plan(args.cases, args.seed));
+        return Ok(cases::plan_for(args.scenario, args.cases, args.seed));
     }
-    let seeds = cases::seeds().len();
+    let seeds = cases::seeds_for(args.scenario).len();
     let most = args
         .only
         .iter()
@@ -215,7 +231,7 @@ fn select_cases(args: &E2eArgs) -> Result<Vec<E2eCase>> {
         })
         .max()
         .map_or(seeds, |n| seeds + n + 1);
-    let plan = cases::plan(most.max(seeds), args.seed);
+    let plan = cases::plan_for(args.scenario, most.max(seeds), args.seed);
     args.only
         .iter()
         .map(|id| {

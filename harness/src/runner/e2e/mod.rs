@@ -8,6 +8,7 @@ pub mod baseline;
 pub mod cases;
 pub mod checks;
 pub mod driver;
+pub mod fallback;
 pub mod install;
 pub mod one_turn;
 pub mod plant;

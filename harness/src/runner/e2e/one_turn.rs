@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::adapter::{Adapter, expand, expand_all};
 use super::cases::E2eCase;
 use super::checks::Layer;
+use super::fallback::{self, Pairing};
 use super::plant::{PLANTED, plant};
 use crate::fs::write_atomic;
 
@@ -125,7 +126,15 @@ pub fn run(dir: &Path) -> Result<()> {
     }
 
     let case = &spec.case;
-    let flavour = &adapter.flavour[case.flavour % adapter.flavour.len()];
+    let pairing = case
+        .fallback
+        .as_ref()
+        .map(|fb| Pairing::of(&adapter, fb))
+        .transpose()?;
+    let flavour = match &pairing {
+        Some(p) => p.primary,
+        None => &adapter.flavour[case.flavour % adapter.flavour.len()],
+    };
     let channel =
         match spec.via {
             Via::Payload => None,
@@ -138,10 +147,14 @@ pub fn run(dir: &Path) -> Result<()> {
         message: adapter.prompt.clone(),
         ..Default::default()
     };
-    let script = mock_providers::Script::from_json(&json!([
-        {"tool_call": {"name": adapter.model_tool, "arguments": {"name": "report"}}},
-        {"chunks": case.reply},
-    ]))?;
+    let script = match (&pairing, &case.fallback) {
+        (Some(p), Some(fb)) => p.script(&adapter, case, fb),
+        _ => json!([
+            {"tool_call": {"name": adapter.model_tool, "arguments": {"name": "report"}}},
+            {"chunks": case.reply},
+        ]),
+    };
+    let script = mock_providers::Script::from_json(&script)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let mocks = runtime.block_on(MockProviders::start(Config {
         script,
@@ -152,12 +165,57 @@ pub fn run(dir: &Path) -> Result<()> {
     let mock_base = mocks.uri();
 
     write_atomic(&dir.join(RESULT), format!("{:#}\n", case.result).as_bytes())?;
+    let mut mcp_args = vec![
+        "mcp".to_string(),
+        "--result".into(),
+        dir.join(RESULT).display().to_string(),
+    ];
+    let image_path = dir.join("workspace").join(fallback::IMAGE_FILE);
+    let mut image_swap = None;
+    if let Some(fb) = &case.fallback {
+        // A second run of the tool answers with its own image, and every run is logged (P4).
+        let second = super::cases::fallback_results(fb).swap_remove(1);
+        write_atomic(
+            &dir.join(fallback::RESULT_2),
+            format!("{second:#}\n").as_bytes(),
+        )?;
+        mcp_args.extend([
+            "--result".into(),
+            dir.join(fallback::RESULT_2).display().to_string(),
+            "--calls".into(),
+            dir.join(fallback::CALLS).display().to_string(),
+        ]);
+        if fb.path_image {
+            fallback::plant_image(&image_path)?;
+            image_swap = Some(fallback::ImageSwap {
+                path: image_path.clone(),
+                done: false,
+            });
+        }
+    }
+    mcp_args.extend(["--tool".into(), adapter.mcp_tool.clone()]);
     let config_path = dir.join(&adapter.config.file);
+    let fallback_config = adapter
+        .fallback
+        .as_ref()
+        .filter(|_| case.fallback.is_some());
+    // The prompt that names the local image, for a case that has one.
+    let names_image = case.fallback.as_ref().is_some_and(|f| f.path_image);
+    let prompt = match fallback_config
+        .and_then(|f| f.prompt.as_ref())
+        .filter(|_| names_image)
+    {
+        Some(p) => expand(
+            p,
+            &BTreeMap::from([("image_path", image_path.display().to_string())]),
+        )?,
+        None => adapter.prompt.clone(),
+    };
     let vars: BTreeMap<&str, String> = BTreeMap::from([
         ("cache", spec.cache.display().to_string()),
         ("case", dir.display().to_string()),
         ("config", config_path.display().to_string()),
-        ("prompt", adapter.prompt.clone()),
+        ("prompt", prompt),
         ("mock", mock_base.clone()),
         ("tmp", tmp.display().to_string()),
         ("adapter", adapter.dir.display().to_string()),
@@ -183,7 +241,11 @@ pub fn run(dir: &Path) -> Result<()> {
         )?,
         None => String::new(),
     };
-    let json_vars: BTreeMap<&str, String> = BTreeMap::from([
+    let fallback_base_url = pairing
+        .as_ref()
+        .map(|p| expand(&p.fallback.base_url, &vars).map(|url| (p, url)))
+        .transpose()?;
+    let mut json_vars: BTreeMap<&str, String> = BTreeMap::from([
         ("base_url", json!(base_url).to_string()),
         ("api", json!(flavour.api).to_string()),
         ("model_input", input.to_string()),
@@ -191,17 +253,7 @@ pub fn run(dir: &Path) -> Result<()> {
             "mcp_command",
             json!(spec.mock_mcp.display().to_string()).to_string(),
         ),
-        (
-            "mcp_args",
-            json!([
-                "mcp",
-                "--result",
-                dir.join(RESULT).display().to_string(),
-                "--tool",
-                adapter.mcp_tool
-            ])
-            .to_string(),
-        ),
+        ("mcp_args", json!(mcp_args).to_string()),
         (
             "log_file",
             json!(dir.join("runtime.log").display().to_string()).to_string(),
@@ -212,9 +264,24 @@ pub fn run(dir: &Path) -> Result<()> {
         ),
         ("channel", channel_config),
     ]);
+    json_vars.extend(fallback::template_vars(
+        fallback_base_url,
+        case.fallback.as_ref(),
+        &image_path,
+    ));
+    let template = match (fallback_config, &case.fallback) {
+        (Some(f), Some(fb)) => {
+            let same = fb
+                .same_provider
+                .then_some(f.same_template.as_ref())
+                .flatten();
+            same.or(f.template.as_ref())
+        }
+        _ => None,
+    };
     write_atomic(
         &config_path,
-        expand(&adapter.config.template, &json_vars)?.as_bytes(),
+        expand(template.unwrap_or(&adapter.config.template), &json_vars)?.as_bytes(),
     )?;
 
     let command = expand_all(channel.map_or(&adapter.run.command, |c| &c.command), &vars)?;
@@ -243,7 +310,7 @@ pub fn run(dir: &Path) -> Result<()> {
         .spawn()
         .with_context(|| format!("cannot start {program}"))?;
     let group = child.id() as i32;
-    let deadline = Duration::from_secs(adapter.turn_timeout);
+    let deadline = Duration::from_secs(adapter.turn_timeout_for(case));
     let mut progress = ChannelProgress::default();
     let (status, timed_out, channel_silent) = loop {
         if let Some(status) = child.try_wait()? {
@@ -251,6 +318,13 @@ pub fn run(dir: &Path) -> Result<()> {
         }
         if start.elapsed() > deadline {
             break (None, true, false);
+        }
+        if let Some(swap) = &mut image_swap {
+            // Not fatal: the runtime is still running here, and the case then only cannot
+            // tell a persisted copy from a fresh load (the judge reads both images anyway).
+            if let Err(e) = swap.observe(&mocks.requests()) {
+                eprintln!("normfuzz e2e-turn: cannot swap the local image: {e:#}");
+            }
         }
         if let Some(silent) = channel
             .and_then(|c| progress.observe(&mocks.requests(), Duration::from_millis(c.quiet_ms)))

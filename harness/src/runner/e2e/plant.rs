@@ -206,6 +206,7 @@ mod tests {
             image_input: true,
             result,
             reply: reply.iter().map(|s| s.to_string()).collect(),
+            fallback: None,
         }
     }
 

@@ -8,6 +8,7 @@ fn case(result: Value, image_input: bool) -> E2eCase {
         image_input,
         result,
         reply: vec![],
+        fallback: None,
     }
 }
 

@@ -14,7 +14,9 @@ use crate::excerpt::bounded;
 use crate::fs::{fresh_dir, write_atomic};
 use crate::rule::Rule;
 use crate::runner::e2e::adapter::{Adapter, expand_all};
+use crate::runner::e2e::checks::fallback::FallbackSummary;
 use crate::runner::e2e::checks::{self, E2eFinding, Layer};
+use crate::runner::e2e::fallback::{self, Pairing};
 use crate::runner::e2e::one_turn::{self, TurnRecord, TurnSpec, Via};
 use crate::runner::e2e::plant::{PLANTED, Planted};
 
@@ -90,6 +92,9 @@ pub(super) struct CaseOutcome {
     /// The case could not be judged (harness or adapter trouble, not a runtime finding).
     pub(super) error: Option<String>,
     pub(super) findings: Vec<E2eFinding>,
+    /// A fallback case: what reached the fallback, findings or not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) fallback: Option<FallbackSummary>,
 }
 
 /// Runs one case in its sandbox and judges it.
@@ -99,7 +104,10 @@ pub(super) fn run_case(
     dir: &Path,
     isolation: Isolation,
 ) -> CaseOutcome {
-    let flavour = &adapter.flavour[spec.case.flavour % adapter.flavour.len()];
+    let flavour = match (&spec.case.fallback, &adapter.fallback) {
+        (Some(_), Some(f)) => &adapter.flavour[f.primary],
+        _ => &adapter.flavour[spec.case.flavour % adapter.flavour.len()],
+    };
     let mut outcome = CaseOutcome {
         id: spec.case.id.clone(),
         about: spec.case.about.clone(),
@@ -108,11 +116,15 @@ pub(super) fn run_case(
         elapsed_ms: 0,
         error: None,
         findings: Vec::new(),
+        fallback: None,
     };
     let start = Instant::now();
     match turn(adapter, spec, dir, isolation) {
         Ok(record) => match judge(adapter, spec, dir, &record, &flavour.mock) {
-            Ok(findings) => outcome.findings = findings,
+            Ok((findings, summary)) => {
+                outcome.findings = findings;
+                outcome.fallback = summary;
+            }
             Err(e) => outcome.error = Some(format!("{e:#}")),
         },
         Err(e) => outcome.error = Some(format!("{e:#}")),
@@ -157,7 +169,7 @@ fn turn(
         .process_group(0);
     let mut child = cmd.spawn().context("cannot start the sandboxed turn")?;
     // The turn enforces the adapter's time-out itself; this one only catches a stuck sandbox.
-    let deadline = Duration::from_secs(adapter.turn_timeout + 60);
+    let deadline = Duration::from_secs(adapter.turn_timeout_for(&spec.case) + 60);
     let start = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -193,8 +205,18 @@ fn judge(
     dir: &Path,
     record: &TurnRecord,
     provider: &str,
-) -> Result<Vec<E2eFinding>> {
+) -> Result<(Vec<E2eFinding>, Option<FallbackSummary>)> {
     let mut findings = Vec::new();
+    let requests: Vec<Value> = one_turn::requests(dir)?
+        .into_iter()
+        .filter(|r| r["provider"].is_string())
+        .collect();
+    // A fallback case whose every model failed ends with the provider's error: a clear error
+    // (B1 asks no more), not a crash.
+    let failed_cleanly = spec.case.fallback.is_some()
+        && requests.last().is_some_and(|r| {
+            r["verdict"]["answer"] == "error" || r["verdict"]["accepted"] == false
+        });
     let stderr = std::fs::read_to_string(dir.join(one_turn::STDERR)).unwrap_or_default();
     let channel = spec.via == Via::Channel;
     // A channel process runs until the turn is over and is then stopped; ending by itself is
@@ -204,22 +226,21 @@ fn judge(
     } else {
         record.exit_code != Some(0)
     };
-    if record.timed_out || ended_badly {
+    if record.timed_out || (ended_badly && !failed_cleanly) {
         findings.push(E2eFinding::new(
             Rule::B1,
             Layer::Model,
             match (record.timed_out, record.signal) {
-                (true, _) => format!("the turn did not finish within {} s", adapter.turn_timeout),
+                (true, _) => format!(
+                    "the turn did not finish within {} s",
+                    adapter.turn_timeout_for(&spec.case)
+                ),
                 (false, Some(signal)) => format!("the runtime was killed by signal {signal}"),
                 (false, None) => format!("the turn exited with {:?}", record.exit_code),
             },
             json!({"stderrTail": crate::excerpt::tail(&stderr, 2000)}),
         ));
     }
-    let requests: Vec<Value> = one_turn::requests(dir)?
-        .into_iter()
-        .filter(|r| r["provider"].is_string())
-        .collect();
     for r in &requests {
         if r["verdict"]["accepted"] == false {
             findings.push(E2eFinding::new(
@@ -235,14 +256,29 @@ fn judge(
             ));
         }
     }
-    match checks::model_view(provider, &requests) {
-        Some(view) => findings.extend(checks::check_model_view(&spec.case, &view)),
-        None if findings.is_empty() => bail!(
-            "no request to the {provider} mock carried a tool result ({} requests); did the runtime see the tool `{}`?",
-            requests.len(),
-            adapter.model_tool
-        ),
-        None => {}
+    let mut summary = None;
+    if let Some(fb) = &spec.case.fallback {
+        // The tool result's own rules are the tool-result scenario's; here a stripped image
+        // is right (R3), so only the fallback's rules judge what reached the models.
+        let pairing = Pairing::of(adapter, fb)?;
+        let runs = one_turn::read_jsonl(&dir.join(fallback::CALLS))?.len();
+        let (s, f) = checks::fallback::check_fallback(fb, &pairing, &requests, runs);
+        write_atomic(
+            &dir.join("fallback.json"),
+            serde_json::to_vec_pretty(&s)?.as_slice(),
+        )?;
+        summary = Some(s);
+        findings.extend(f);
+    } else {
+        match checks::model_view(provider, &requests) {
+            Some(view) => findings.extend(checks::check_model_view(&spec.case, &view)),
+            None if findings.is_empty() => bail!(
+                "no request to the {provider} mock carried a tool result ({} requests); did the runtime see the tool `{}`?",
+                requests.len(),
+                adapter.model_tool
+            ),
+            None => {}
+        }
     }
     let vars = std::collections::BTreeMap::from([("case", dir.display().to_string())]);
     let roots = expand_all(&adapter.run.media_roots, &vars)?;
@@ -268,7 +304,7 @@ fn judge(
             )),
         ));
     }
-    Ok(checks::merge_by_rule(findings))
+    Ok((checks::merge_by_rule(findings), summary))
 }
 
 /// The delivered layer: what the mock channel received, against the files planted for the case.
@@ -349,7 +385,7 @@ mod tests {
                 "private_tmp": false, "mock_base": "",
             }))
             .unwrap();
-            let findings = judge(&adapter, &spec, dir.path(), &record, "openai-chat").unwrap();
+            let (findings, _) = judge(&adapter, &spec, dir.path(), &record, "openai-chat").unwrap();
             findings.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>()
         };
         assert_eq!(judged(true), ["S1"]);

@@ -15,7 +15,7 @@ use super::case::{CaseOutcome, Isolation};
 use super::report::{Run, finish};
 use crate::runner::e2e::adapter::Adapter;
 use crate::runner::e2e::baseline::Baseline;
-use crate::runner::e2e::cases;
+use crate::runner::e2e::cases::{self, Scenario};
 use crate::runner::e2e::one_turn::Via;
 
 /// Whether `index` (an `index.json`) is an e2e run's: it lists its cases and names a runtime.
@@ -46,6 +46,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
             "adapter": index["adapter"], "runtime": index["runtime"],
             "runtimeVersion": index["runtimeVersion"], "isolation": index["isolation"],
             "via": index["via"], "seed": index["seed"], "baseline": index["baseline"],
+            "scenario": index["scenario"],
         });
         match &shared {
             Some(first) if *first != run => bail!(
@@ -82,6 +83,11 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
     let seed = field("seed")?.as_u64().context("`seed` is not a number")?;
     let isolation: Isolation = serde_json::from_value(field("isolation")?)?;
     let via: Via = serde_json::from_value(field("via")?)?;
+    // Reports from before the fallback scenario record none: they ran the tool-result cases.
+    let scenario: Scenario = match &run["scenario"] {
+        Value::Null => Scenario::ToolResult,
+        v => serde_json::from_value(v.clone())?,
+    };
     let version = field("runtimeVersion")?
         .as_str()
         .unwrap_or_default()
@@ -92,7 +98,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
         None => Baseline::default(),
     };
     // The unsharded run's plan: the shards of `--cases N` together ran its N cases.
-    let plan = cases::plan(outcomes.len(), seed);
+    let plan = cases::plan_for(scenario, outcomes.len(), seed);
     let position = |id: &str| plan.iter().position(|c| c.id == id);
     if let Some(stray) = outcomes.iter().find(|o| position(&o.id).is_none()) {
         bail!(
@@ -110,6 +116,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
             runtime_name: &runtime_name,
             isolation,
             seed,
+            scenario,
             baseline: &baseline,
             baseline_path: baseline_path.as_deref(),
             plan: &plan,

@@ -17,7 +17,7 @@ use crate::fs::write_atomic;
 use crate::rule::Rule;
 use crate::runner::e2e::adapter::Adapter;
 use crate::runner::e2e::baseline::Baseline;
-use crate::runner::e2e::cases::E2eCase;
+use crate::runner::e2e::cases::{E2eCase, Scenario};
 use crate::runner::e2e::checks::{E2eFinding, Layer};
 use crate::runner::e2e::one_turn::{self, Via};
 use crate::runner::impact::{Class, Evidence, Profile, derive, schema};
@@ -45,6 +45,7 @@ pub(super) struct Run<'a> {
     pub(super) runtime_name: &'a str,
     pub(super) isolation: Isolation,
     pub(super) seed: u64,
+    pub(super) scenario: Scenario,
     pub(super) baseline: &'a Baseline,
     pub(super) baseline_path: Option<&'a Path>,
     pub(super) plan: &'a [E2eCase],
@@ -62,6 +63,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         runtime_name,
         isolation,
         seed,
+        scenario,
         baseline,
         baseline_path,
         plan,
@@ -119,8 +121,13 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
     let errors = outcomes.iter().filter(|o| o.error.is_some()).count();
     let repro = |case: &str| {
         format!(
-            "cargo xtask e2e --runtime {runtime_name} --case {case}{}{}",
-            if case.starts_with("gen-") {
+            "cargo xtask e2e --runtime {runtime_name}{} --case {case}{}{}",
+            if scenario == Scenario::ToolResult {
+                String::new()
+            } else {
+                format!(" --scenario {}", scenario.as_str())
+            },
+            if case.contains("gen-") {
                 format!(" --seed {seed}")
             } else {
                 String::new()
@@ -166,6 +173,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         "runtimeVersion": version,
         "isolation": isolation,
         "via": via,
+        "scenario": scenario,
         "seed": seed,
         "elapsedMs": start.elapsed().as_millis() as u64,
         "medianTurnMs": median_turn_ms(outcomes),
@@ -340,6 +348,7 @@ mod tests {
             elapsed_ms: ms,
             error: None,
             findings: Vec::new(),
+            fallback: None,
         };
         let median =
             |ms: &[u64]| median_turn_ms(&ms.iter().map(|&m| outcome(m)).collect::<Vec<_>>());

@@ -1,0 +1,241 @@
+//! The fallback scenario's set-up (issue 26): which flavours and models a case pairs, the mock
+//! providers' script that makes the primary fail where the case says, the config placeholders
+//! that tell the runtime about its fallback and the user's images, and the swap of the local
+//! image after the primary's first failure. `checks/fallback.rs` judges what it leads to.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use super::adapter::{Adapter, FALLBACK_MODEL, Flavour, PRIMARY_MODEL};
+use super::cases::{E2eCase, FailAt, Fallback, ImageSource};
+
+/// The local image a fallback case's prompt may name, in the case's workspace.
+pub const IMAGE_FILE: &str = "photo.png";
+/// The tool's runs as the mock MCP server logged them (JSON Lines, one per `tools/call`).
+pub const CALLS: &str = "tool-calls.jsonl";
+/// The tool's second run's result (the first is `mcp-result.json`).
+pub const RESULT_2: &str = "mcp-result-2.json";
+
+/// The primary and the fallback of one case: flavours, models and the script keys (the mock
+/// providers' `providers` keys) their requests are answered and told apart by.
+pub struct Pairing<'a> {
+    pub primary: &'a Flavour,
+    pub fallback: &'a Flavour,
+    pub fallback_model: &'static str,
+    pub primary_key: String,
+    pub fallback_key: String,
+}
+
+impl<'a> Pairing<'a> {
+    pub fn of(adapter: &'a Adapter, fallback: &Fallback) -> Result<Pairing<'a>> {
+        let config = adapter.fallback.as_ref().with_context(|| {
+            format!(
+                "adapter {} has no [fallback] section (how to configure a model fallback)",
+                adapter.label()
+            )
+        })?;
+        let primary = &adapter.flavour[config.primary];
+        Ok(if fallback.same_provider {
+            Pairing {
+                primary,
+                fallback: primary,
+                fallback_model: FALLBACK_MODEL,
+                primary_key: format!("{}/{PRIMARY_MODEL}", primary.mock),
+                fallback_key: format!("{}/{FALLBACK_MODEL}", primary.mock),
+            }
+        } else {
+            let fallback = &adapter.flavour[config.cross];
+            Pairing {
+                primary,
+                fallback,
+                fallback_model: PRIMARY_MODEL,
+                primary_key: primary.mock.clone(),
+                fallback_key: fallback.mock.clone(),
+            }
+        })
+    }
+
+    /// Whether a captured request went to the fallback: its script key, or for a request the
+    /// validator refused (no key), its API and model.
+    pub fn is_fallback(&self, record: &Value) -> bool {
+        match record["verdict"]["script"].as_str() {
+            Some(key) => key == self.fallback_key,
+            None => {
+                let api = record["provider"].as_str().unwrap_or_default();
+                let model = request_model(record);
+                match self.fallback_key.split_once('/') {
+                    Some((a, m)) => api == a && model.as_deref() == Some(m),
+                    None => api == self.fallback_key,
+                }
+            }
+        }
+    }
+
+    /// The mock providers' script: the primary fails where the case says, for ever (a
+    /// runtime's own same-model retries all fail too); the fallback calls the tool, then
+    /// replies. Its tool call comes in both modes: a runtime that told it the tool ran still
+    /// runs it (the model's choice, allowed by P4), one that did not has a replay to answer for.
+    pub fn script(&self, adapter: &Adapter, case: &E2eCase, fallback: &Fallback) -> Value {
+        let call =
+            json!({"tool_call": {"name": adapter.model_tool, "arguments": {"name": "report"}}});
+        let primary_turns = match fallback.fail_at {
+            FailAt::BeforeTool => vec![],
+            FailAt::AfterTool => vec![call.clone()],
+        };
+        let mut providers = serde_json::Map::new();
+        providers.insert(
+            self.primary_key.clone(),
+            json!({"turns": primary_turns, "after": {"error": fallback.error}}),
+        );
+        providers.insert(
+            self.fallback_key.clone(),
+            json!({"turns": [call, {"chunks": case.reply}], "after": {"text": "Done."}}),
+        );
+        json!({"turns": [{"text": "no scripted answer for this request"}], "providers": providers})
+    }
+}
+
+/// The model a captured request names: the body's `model`, or the path segment after
+/// `models/` (Gemini) or `model/` (Bedrock).
+pub fn request_model(record: &Value) -> Option<String> {
+    if let Some(model) = record["body"]["model"].as_str() {
+        return Some(model.to_string());
+    }
+    let path = record["path"].as_str()?;
+    let mut segments = path.split('/');
+    while let Some(segment) = segments.next() {
+        if segment == "models" || segment == "model" {
+            let model = segments.next()?;
+            let model = model.split(':').next().unwrap_or(model);
+            return Some(percent_decode(model));
+        }
+    }
+    None
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes.get(i + 1..i + 3).and_then(|h| {
+            std::str::from_utf8(h)
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        });
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The config placeholders every template gets (JSON literals); `null`s outside a fallback
+/// case, so a template may name them whatever the scenario.
+pub fn template_vars(
+    pairing: Option<(&Pairing, String)>,
+    fallback: Option<&Fallback>,
+    image_path: &Path,
+) -> BTreeMap<&'static str, String> {
+    let (fallback_json, api, base_url, model) = match pairing {
+        Some((p, base_url)) => (
+            json!({"api": p.fallback.api, "baseUrl": base_url, "model": p.fallback_model}),
+            json!(p.fallback.api),
+            json!(base_url),
+            json!(p.fallback_model),
+        ),
+        None => (Value::Null, Value::Null, Value::Null, Value::Null),
+    };
+    let user_image = fallback.filter(|f| f.user_image).map_or(
+        Value::Null,
+        |_| json!({"mediaType": "image/png", "data": ImageSource::Prompt.base64()}),
+    );
+    let image_path = fallback
+        .filter(|f| f.path_image)
+        .map_or(Value::Null, |_| json!(image_path.display().to_string()));
+    BTreeMap::from([
+        ("model", json!(PRIMARY_MODEL).to_string()),
+        ("fallback", fallback_json.to_string()),
+        ("fallback_api", api.to_string()),
+        ("fallback_base_url", base_url.to_string()),
+        ("fallback_model", model.to_string()),
+        ("user_image", user_image.to_string()),
+        ("image_path", image_path.to_string()),
+    ])
+}
+
+/// Writes the local image with its first bytes.
+pub fn plant_image(path: &Path) -> Result<()> {
+    let png = base64_simd::STANDARD
+        .decode_to_vec(ImageSource::PersistedPath.base64())
+        .context("sample image")?;
+    Ok(crate::fs::write_atomic(path, &png)?)
+}
+
+/// Once the primary has failed, replaces the local image by its second bytes (once): a later
+/// load of the path yields those, a persisted copy still the first ones. The turn polls every
+/// 50 ms, so a runtime that loads the path again within that window of the failure still reads
+/// the first bytes, which the judge then takes for the persisted copy (openclaw's first retry
+/// comes about a second later).
+pub struct ImageSwap {
+    pub path: std::path::PathBuf,
+    pub done: bool,
+}
+
+impl ImageSwap {
+    pub fn observe(&mut self, records: &[Value]) -> Result<()> {
+        if self.done || !records.iter().any(|r| r["verdict"]["answer"] == "error") {
+            return Ok(());
+        }
+        self.done = true;
+        let png = base64_simd::STANDARD
+            .decode_to_vec(ImageSource::RedetectedPath.base64())
+            .context("sample image")?;
+        Ok(crate::fs::write_atomic(&self.path, &png)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_models_come_from_the_body_or_the_path() {
+        let r = json!({"body": {"model": "mock-model-b"}, "path": "/v1/messages"});
+        assert_eq!(request_model(&r).as_deref(), Some("mock-model-b"));
+        let r = json!({"body": {}, "path": "/v1beta/models/mock-model:streamGenerateContent"});
+        assert_eq!(request_model(&r).as_deref(), Some("mock-model"));
+        let r = json!({"body": {}, "path": "/model/mock%2Dmodel/converse"});
+        assert_eq!(request_model(&r).as_deref(), Some("mock-model"));
+        assert_eq!(request_model(&json!({"path": "/v1/chat"})), None);
+    }
+
+    #[test]
+    fn the_local_image_is_swapped_once_after_the_first_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(IMAGE_FILE);
+        plant_image(&path).unwrap();
+        let first = std::fs::read(&path).unwrap();
+        let mut swap = ImageSwap {
+            path: path.clone(),
+            done: false,
+        };
+        swap.observe(&[json!({"verdict": {"answer": "tool_call"}})])
+            .unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), first, "no failure yet");
+        swap.observe(&[json!({"verdict": {"answer": "error"}})])
+            .unwrap();
+        assert_ne!(std::fs::read(&path).unwrap(), first);
+        assert!(swap.done);
+    }
+}
