@@ -71,8 +71,9 @@ enum Task {
     /// The runtime matrix: install each runtime of `harness/runtimes/<name>/` at its pinned
     /// version (cached), run `normfuzz conform` against its protocol shim (unit level) and, when
     /// it has an `e2e.toml`, `normfuzz e2e` with as many cases (end-to-end level, about a second
-    /// a turn; not run with --shard or --merge), judge the findings against the baselines; writes
-    /// `reports/matrix/matrix.md` and `matrix.json`.
+    /// a turn), and when that has a `[fallback]`, `normfuzz e2e --scenario fallback` (at most its
+    /// six seeds: a turn retries for up to minutes first); judge the findings against the
+    /// baselines; writes `reports/matrix/matrix.md` and `matrix.json`.
     ///
     /// Fails when a runtime has a finding its baseline does not list, or cannot be run.
     Matrix {

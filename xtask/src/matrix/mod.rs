@@ -185,7 +185,15 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
                 // An e2e report is written in place: the previous merge's goes first.
                 remove_report(&report).and_then(|()| merge_shards(normfuzz, &shards, &report))
             } else {
-                run_e2e(normfuzz, &adapter, &cache, &report, options)
+                run_e2e(
+                    normfuzz,
+                    &adapter,
+                    &cache,
+                    &report,
+                    options,
+                    options.e2e_cases,
+                    &[],
+                )
             };
             let row = match result {
                 Ok(index) => Row::from_e2e_index(runtime, &index, &report_link(&out, &report)),
@@ -196,6 +204,11 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
             };
             eprintln!("{}", row.summary());
             rows.push(row);
+            if has_fallback(&adapter) {
+                rows.push(fallback_row(
+                    normfuzz, runtime, &adapter, &cache, &out, &slug, options,
+                ));
+            }
         }
     }
     if options.shard.is_some() {
@@ -216,17 +229,73 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
     Ok(if rows.iter().all(Row::green) { 0 } else { 1 })
 }
 
+/// Fallback turns per runtime at most: its seed scenarios (a turn that retries before it falls
+/// back takes minutes: openclaw's up to 180 s).
+const FALLBACK_CASES_MAX: u64 = 6;
+
+/// Whether an e2e adapter configures a model fallback (`[fallback]`, `e2e --scenario fallback`).
+fn has_fallback(adapter: &Path) -> bool {
+    std::fs::read_to_string(adapter)
+        .ok()
+        .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
+        .is_some_and(|table| table.contains_key("fallback"))
+}
+
+/// The runtime's fallback row: `normfuzz e2e --scenario fallback` (or its shards, joined), judged
+/// against the same e2e baseline.
+fn fallback_row(
+    normfuzz: &Path,
+    runtime: &Runtime,
+    adapter: &Path,
+    cache: &Path,
+    out: &Path,
+    slug: &str,
+    options: &Options,
+) -> Row {
+    let shards = out.join("shards").join(format!("{slug}-e2e-fallback"));
+    let report = match options.shard {
+        Some((k, n)) => shards.join(format!("{k}of{n}")),
+        None => out.join(format!("{slug}-e2e-fallback")),
+    };
+    let result = if options.merge {
+        remove_report(&report).and_then(|()| merge_shards(normfuzz, &shards, &report))
+    } else {
+        let cases = options.e2e_cases.min(FALLBACK_CASES_MAX);
+        run_e2e(
+            normfuzz,
+            adapter,
+            cache,
+            &report,
+            options,
+            cases,
+            &["--scenario", "fallback"],
+        )
+    };
+    let row = match result {
+        Ok(index) => Row::from_e2e_index(runtime, &index, &report_link(out, &report)),
+        Err(err) => {
+            eprintln!("{} e2e fallback: {err:#}", runtime.label());
+            Row::failed_e2e(runtime, &format!("{err:#}"))
+        }
+    };
+    eprintln!("{}", row.summary());
+    row
+}
+
 /// A runtime's e2e adapter, next to its `runtime.toml`.
 pub(crate) const E2E_ADAPTER: &str = "e2e.toml";
 
-/// Runs the e2e level of a runtime already installed (its adapter reuses the unit install) into
-/// `report`, only shard K of N of its cases under `--shard`; returns its `index.json`.
+/// Runs `cases` e2e turns (with `extra` arguments: a scenario) of a runtime already installed
+/// (its adapter reuses the unit install) into `report`, only shard K of N of them under
+/// `--shard`; returns its `index.json`.
 fn run_e2e(
     normfuzz: &Path,
     adapter: &Path,
     cache: &Path,
     report: &Path,
     options: &Options,
+    cases: u64,
+    extra: &[&str],
 ) -> Result<serde_json::Value> {
     eprintln!("==> normfuzz e2e --adapter {}", adapter.display());
     let mut command = Command::new(normfuzz);
@@ -235,9 +304,10 @@ fn run_e2e(
         .arg("--adapter")
         .arg(adapter)
         .arg("--cache")
-        .arg(cache);
+        .arg(cache)
+        .args(extra);
     // 0: green against the baseline, 1: new or stale findings (judged in the table).
-    run_into_report(command, options.e2e_cases, options, report)
+    run_into_report(command, cases, options, report)
 }
 
 /// Runs a `normfuzz` campaign command with the matrix's cases, seed, jobs, shard and report

@@ -244,7 +244,14 @@ impl Row {
             .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
             .and_then(|adapter| adapter.get("output")?.get("directives")?.as_bool())
             .unwrap_or(true);
-        let cells = E2E_RULES
+        // A fallback run (`--scenario fallback`) judges the retry rules instead.
+        let fallback = index["scenario"] == "fallback";
+        let rules: &[&str] = if fallback {
+            &FALLBACK_RULES
+        } else {
+            &E2E_RULES
+        };
+        let cells = rules
             .iter()
             .map(|&rule| {
                 let hit: Vec<&&Value> = findings.iter().filter(|f| f["rule"] == rule).collect();
@@ -280,20 +287,34 @@ impl Row {
             .and_then(|text| toml::from_str::<E2eBaseline>(&text).ok())
             .unwrap_or_default();
         Row {
-            label: format!("{} (e2e)", runtime.label()),
+            label: if fallback {
+                format!("{} (e2e fallback)", runtime.label())
+            } else {
+                format!("{} (e2e)", runtime.label())
+            },
             package: format!("{}@{}", runtime.package, runtime.version),
-            function: format!(
-                "one agent turn through the public API (harness/runtimes/{}/e2e.toml)",
-                runtime.name
-            ),
+            function: if fallback {
+                format!(
+                    "a turn whose primary model fails and falls back to another provider \
+                     (harness/runtimes/{}/e2e.toml [fallback])",
+                    runtime.name
+                )
+            } else {
+                format!(
+                    "one agent turn through the public API (harness/runtimes/{}/e2e.toml)",
+                    runtime.name
+                )
+            },
             cases: cases.len() as u64,
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
             steady_rate: None,
             divergent: 0,
             cells,
+            // The entries of this row's rules: a fallback row lists the retry rules' entries.
             reasons: baseline
                 .known
                 .into_iter()
+                .filter(|k| rules.contains(&k.rule.as_str()))
                 .map(|k| Reason {
                     rule: format!("{} ({})", k.rule, k.case),
                     class: k.class,
@@ -370,6 +391,10 @@ impl Row {
 /// The rules the e2e judge checks on every turn that ran (harness/src/runner/e2e/checks.rs:
 /// the model's view and the delivered reply; driver/case.rs: B1 and the mocks' verdicts).
 const E2E_RULES: [&str; 9] = ["S1", "S3", "D3", "F1", "F2", "F4", "F5", "B1", "provider"];
+
+/// The rules a fallback run judges: images across providers (R3) and on the same provider
+/// (R5, R2), a completed tool run again (P4), and what the providers refused.
+const FALLBACK_RULES: [&str; 6] = ["R2", "R3", "R5", "P4", "B1", "provider"];
 
 /// The e2e rules judged only on what a runtime delivered (media).
 const DELIVERY_RULES: [&str; 2] = ["S3", "D3"];
@@ -723,6 +748,38 @@ mod tests {
     }
 
     /// `normfuzz e2e`'s index: an F5 finding known, an S1 new, a stale B1 entry.
+    #[test]
+    fn a_fallback_run_is_a_row_of_its_own_with_the_retry_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let baseline = dir.path().join("b.toml");
+        std::fs::write(
+            &baseline,
+            "[[known]]\ncase = \"fb\"\nrule = \"R3\"\nlayer = \"model\"\nclass = \"bug\"\n\
+             cause = \"keeps-images\"\nreason = \"r\"\n[[known]]\ncase = \"a\"\nrule = \"F5\"\n\
+             layer = \"model\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        let index = json!({
+            "elapsedMs": 4000, "scenario": "fallback", "baseline": baseline,
+            "cases": [{"id": "fb", "error": null}],
+            "findings": [{"case": "fb", "rule": "R3", "layer": "model", "known": true}],
+            "stale": [],
+        });
+        let row = Row::from_e2e_index(&runtime(), &index, "demo-1.2.3-e2e-fallback");
+        let state = |rule: &str| row.cells.iter().find(|(r, _)| r == rule).map(|c| c.1.state);
+        assert_eq!(row.label, "demo@1.2.3 (e2e fallback)");
+        assert_eq!(state("R3"), Some(State::Known));
+        assert_eq!(state("P4"), Some(State::Pass));
+        assert_eq!(
+            state("F5"),
+            None,
+            "the tool-result rules are the other row's"
+        );
+        assert!(row.green());
+        assert_eq!(row.reasons.len(), 1, "only the retry rules' entries");
+        assert_eq!(row.reasons[0].rule, "R3 (fb)");
+    }
+
     #[test]
     fn e2e_cells_follow_the_e2e_judgement() {
         let index = json!({
