@@ -19,6 +19,8 @@ fn stand_in(dir: &Path, toml: &str, script: &str, mode: &str) -> PathBuf {
         .unwrap()
         .replace("FAKE_MODE = \"good\"", &format!("FAKE_MODE = \"{mode}\""));
     std::fs::copy(src.join(script), dir.join(script)).unwrap();
+    // fake_fallback.py imports its HTTP and MCP client code from the runtime beside it.
+    std::fs::copy(src.join("fake_runtime.py"), dir.join("fake_runtime.py")).unwrap();
     let path = dir.join(toml);
     std::fs::write(&path, text).unwrap();
     path

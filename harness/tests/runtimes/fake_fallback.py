@@ -11,29 +11,17 @@ the tool ran (R2, R3, R5, P4). FAKE_MODE=bad restarts the turn on the fallback f
 message, images included, so the fallback runs the tool again untold (R3, P4), as an agent
 wrapped whole in a fallback does.
 """
-import json, os, subprocess, sys, urllib.error, urllib.request
+import json, os, sys, urllib.error
+
+import fake_runtime  # beside this script: the shared HTTP and MCP client code
+from fake_runtime import post
 
 MODE = os.environ.get("FAKE_MODE", "good")
 
 
-def post(url, body, headers=None):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(),
-                                 headers={"content-type": "application/json", **(headers or {})})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        return json.load(r)
-
-
 def call_tool(server, name):
-    proc = subprocess.Popen([server["command"], *server["args"]], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    def rpc(i, method, params):
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n")
-        proc.stdin.flush()
-        return json.loads(proc.stdout.readline())
-    rpc(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "fake", "version": "0"}})
-    proc.stdin.write(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n")
-    result = rpc(2, "tools/call", {"name": name, "arguments": {}}).get("result") or {}
-    proc.stdin.close()
-    proc.wait(timeout=10)
+    """(texts, images) of the tool's result (fake_runtime.call_tool runs the MCP exchange)."""
+    result = fake_runtime.call_tool(server, name) or {}
     texts = [b["text"] for b in result.get("content", []) if b.get("type") == "text"]
     images = [b["data"] for b in result.get("content", []) if b.get("type") == "image"]
     return "\n".join(texts), images

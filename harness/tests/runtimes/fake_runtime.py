@@ -21,8 +21,9 @@ MODE = os.environ.get("FAKE_MODE", "good")
 DIRECTIVE = re.compile(r"^(\s*)(MEDIA:)", re.IGNORECASE | re.MULTILINE)
 
 
-def post(url, body):
-    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+def post(url, body, headers=None):
+    req = urllib.request.Request(url, data=json.dumps(body).encode(),
+                                 headers={"content-type": "application/json", **(headers or {})})
     with urllib.request.urlopen(req, timeout=30) as r:
         return json.load(r)
 

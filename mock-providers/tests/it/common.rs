@@ -2,6 +2,9 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use mock_providers::Provider::*;
+use mock_providers::Script;
+use mock_providers::server::{Config, MockProviders};
 use mock_providers::{Provider, Verdict, tool_result_request, validate};
 use serde_json::{Value, json};
 
@@ -146,4 +149,39 @@ pub fn next_turn(p: Provider, request: &mut Value) {
     };
     let list = request[key].as_array_mut().unwrap();
     list.extend(turns.as_array().unwrap().iter().cloned());
+}
+
+/// POSTs `body` as JSON to the server's `path`.
+pub async fn post(server: &MockProviders, path: &str, body: &Value) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("{}{path}", server.uri()))
+        .header("content-type", "application/json")
+        .body(serde_json::to_vec(body).unwrap())
+        .send()
+        .await
+        .unwrap()
+}
+
+/// A mock server on loopback answering with `script`.
+pub async fn start_with(script: Script) -> MockProviders {
+    MockProviders::start(Config {
+        script,
+        ..Config::default()
+    })
+    .await
+    .unwrap()
+}
+
+/// Each API's request path (a default model where the path names one).
+pub fn path(p: Provider, stream: bool) -> &'static str {
+    match (p, stream) {
+        (Anthropic, _) => "/v1/messages",
+        (OpenAiChat, _) => "/v1/chat/completions",
+        (OpenAiResponses, _) => "/v1/responses",
+        (Gemini, false) => "/v1beta/models/gemini-2.5-flash:generateContent",
+        (Gemini, true) => "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+        (Bedrock, false) => "/model/anthropic.claude-sonnet-4%3A0/converse",
+        (Bedrock, true) => "/model/anthropic.claude-sonnet-4%3A0/converse-stream",
+        (Ollama, _) => "/api/chat",
+    }
 }

@@ -6,37 +6,11 @@
 use crate::common::*;
 use mock_providers::Provider::{self, *};
 use mock_providers::Script;
-use mock_providers::server::{Config, MockProviders};
+use mock_providers::server::MockProviders;
 use serde_json::{Value, json};
 
 async fn start(script: Value) -> MockProviders {
-    MockProviders::start(Config {
-        script: Script::from_json(&script).unwrap(),
-        ..Config::default()
-    })
-    .await
-    .unwrap()
-}
-
-fn path(p: Provider) -> &'static str {
-    match p {
-        Anthropic => "/v1/messages",
-        OpenAiChat => "/v1/chat/completions",
-        OpenAiResponses => "/v1/responses",
-        Gemini => "/v1beta/models/gemini-2.5-flash:generateContent",
-        Bedrock => "/model/anthropic.claude-sonnet-4%3A0/converse",
-        Ollama => "/api/chat",
-    }
-}
-
-async fn post(server: &MockProviders, path: &str, body: &Value) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(format!("{}{path}", server.uri()))
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(body).unwrap())
-        .send()
-        .await
-        .unwrap()
+    start_with(Script::from_json(&script).unwrap()).await
 }
 
 const KINDS: [&str; 5] = [
@@ -197,9 +171,9 @@ async fn every_api_fails_with_its_own_envelope_n_times_then_answers() {
                 _ => body["model"].as_str().unwrap(),
             };
             for _ in 0..2 {
-                check_failure(p, kind, post(&server, path(p), &body).await, model).await;
+                check_failure(p, kind, post(&server, path(p, false), &body).await, model).await;
             }
-            let ok = post(&server, path(p), &body).await;
+            let ok = post(&server, path(p, false), &body).await;
             assert_eq!(ok.status(), 200, "{p:?} {kind} after two failures");
         }
         let records = server.requests();
@@ -239,11 +213,13 @@ async fn a_primary_fails_while_its_fallback_on_another_api_answers() {
     let openai = request(OpenAiChat, json!([png_block()]));
     for _ in 0..3 {
         assert_eq!(
-            post(&server, path(Anthropic), &anthropic).await.status(),
+            post(&server, path(Anthropic, false), &anthropic)
+                .await
+                .status(),
             529
         );
     }
-    let fallback: Value = post(&server, path(OpenAiChat), &openai)
+    let fallback: Value = post(&server, path(OpenAiChat, false), &openai)
         .await
         .json()
         .await
@@ -251,7 +227,7 @@ async fn a_primary_fails_while_its_fallback_on_another_api_answers() {
     let call = &fallback["choices"][0]["message"]["tool_calls"][0]["function"];
     assert_eq!(call["name"], "get_attachment", "{fallback}");
     // An API without a queue of its own takes the shared one.
-    let gemini = post(&server, path(Gemini), &request(Gemini, json!([]))).await;
+    let gemini = post(&server, path(Gemini, false), &request(Gemini, json!([]))).await;
     assert_eq!(gemini.status(), 200);
     let attempts: Vec<Value> = server
         .requests()
@@ -271,7 +247,7 @@ async fn two_models_behind_one_api_get_their_own_queues() {
     }}))
     .await;
     let body = request(Bedrock, json!([png_block()]));
-    let primary = post(&server, path(Bedrock), &body).await;
+    let primary = post(&server, path(Bedrock, false), &body).await;
     assert_eq!(primary.status(), 429);
     let fallback = post(&server, "/model/amazon.nova-pro-v1%3A0/converse", &body).await;
     assert_eq!(fallback.status(), 200);
@@ -292,10 +268,19 @@ async fn two_models_behind_one_api_get_their_own_queues() {
 async fn a_refused_request_does_not_use_up_a_scripted_failure() {
     let server = start(json!([{"error": "server_error", "times": 1}, {"text": "ok"}])).await;
     let bad = request(Anthropic, json!([image("", "image/png")]));
-    assert_eq!(post(&server, path(Anthropic), &bad).await.status(), 400);
+    assert_eq!(
+        post(&server, path(Anthropic, false), &bad).await.status(),
+        400
+    );
     let good = request(Anthropic, json!([png_block()]));
-    assert_eq!(post(&server, path(Anthropic), &good).await.status(), 500);
-    assert_eq!(post(&server, path(Anthropic), &good).await.status(), 200);
+    assert_eq!(
+        post(&server, path(Anthropic, false), &good).await.status(),
+        500
+    );
+    assert_eq!(
+        post(&server, path(Anthropic, false), &good).await.status(),
+        200
+    );
     let records = server.requests();
     assert_eq!(records[0]["verdict"]["accepted"], false);
     assert_eq!(records[1]["verdict"]["answer"], "error");
@@ -307,7 +292,7 @@ async fn streamed_requests_fail_before_the_stream_in_each_framing() {
     let server = start(json!({"after": {"error": "rate_limit"}})).await;
     let mut anthropic = request(Anthropic, json!([png_block()]));
     anthropic["stream"] = json!(true);
-    let r = post(&server, path(Anthropic), &anthropic).await;
+    let r = post(&server, path(Anthropic, false), &anthropic).await;
     assert_eq!(r.status(), 429);
     assert_eq!(r.headers()["content-type"], "application/json");
     // `streamGenerateContent` without `alt=sse` wraps errors in a one-element array.
@@ -338,7 +323,7 @@ async fn the_admin_endpoint_takes_keyed_scripts_and_explains_refusals() {
         .unwrap();
     assert_eq!(ok.status(), 200);
     assert_eq!(ok.json::<Value>().await.unwrap()["turns"], 1);
-    let r = post(&server, path(Gemini), &request(Gemini, json!([]))).await;
+    let r = post(&server, path(Gemini, false), &request(Gemini, json!([]))).await;
     assert_eq!(r.status(), 400);
     let bad = set(json!({"providers": {"claude": []}})).await.unwrap();
     assert_eq!(bad.status(), 400);

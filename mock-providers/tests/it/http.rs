@@ -7,38 +7,6 @@ use mock_providers::server::{Config, MockProviders};
 use mock_providers::{Script, Turn};
 use serde_json::{Value, json};
 
-async fn start(script: Script) -> MockProviders {
-    MockProviders::start(Config {
-        script,
-        ..Config::default()
-    })
-    .await
-    .unwrap()
-}
-
-fn path(p: Provider, stream: bool) -> &'static str {
-    match (p, stream) {
-        (Anthropic, _) => "/v1/messages",
-        (OpenAiChat, _) => "/v1/chat/completions",
-        (OpenAiResponses, _) => "/v1/responses",
-        (Gemini, false) => "/v1beta/models/gemini-2.5-flash:generateContent",
-        (Gemini, true) => "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
-        (Bedrock, false) => "/model/anthropic.claude-sonnet-4%3A0/converse",
-        (Bedrock, true) => "/model/anthropic.claude-sonnet-4%3A0/converse-stream",
-        (Ollama, _) => "/api/chat",
-    }
-}
-
-async fn post(server: &MockProviders, path: &str, body: &Value) -> reqwest::Response {
-    reqwest::Client::new()
-        .post(format!("{}{path}", server.uri()))
-        .header("content-type", "application/json")
-        .body(serde_json::to_vec(body).unwrap())
-        .send()
-        .await
-        .unwrap()
-}
-
 /// `(event name, data)` of each SSE event.
 fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
     body.split("\n\n")
@@ -86,7 +54,7 @@ fn utf16_field(raw: &str, key: &str) -> Option<Vec<u16>> {
 
 #[tokio::test]
 async fn each_provider_answers_its_real_envelope_and_headers_over_http() {
-    let server = start(Script::default()).await;
+    let server = start_with(Script::default()).await;
     let bad = |p: Provider| match p {
         Anthropic => request(p, json!([image(&b64(&jpeg(4, 4)), "image/png")])),
         _ => request(p, json!([image("data:image/png;base64,AAAA", "image/jpg")])),
@@ -151,7 +119,7 @@ async fn each_provider_answers_its_real_envelope_and_headers_over_http() {
 
 #[tokio::test]
 async fn a_poisoned_session_fails_all_three_turns_over_http() {
-    let server = start(Script::new(
+    let server = start_with(Script::new(
         vec![Turn::text("never sent")],
         Turn::text("ok"),
     ))
@@ -192,7 +160,7 @@ async fn a_poisoned_session_fails_all_three_turns_over_http() {
 
 #[tokio::test]
 async fn a_script_drives_a_tool_round_trip_set_over_the_admin_endpoint() {
-    let server = start(Script::default()).await;
+    let server = start_with(Script::default()).await;
     let client = reqwest::Client::new();
     let script = json!({"turns": [
         {"tool_call": {"name": "get_attachment", "arguments": {"name": "report"}, "id": "toolu_x1"}},
@@ -294,7 +262,7 @@ const ADVERSARIAL_TEXT: &str = "Done.\nMEDIA:/etc/passwd\ncafe\u{301} \u{1F600}!
 
 /// Streams the adversarial turn from `p` and returns the text deltas' UTF-16 units, joined.
 async fn streamed_text(p: Provider, body: &Value) -> (Vec<u16>, usize) {
-    let server = start(adversarial()).await;
+    let server = start_with(adversarial()).await;
     let response = post(&server, path(p, true), body).await;
     assert_eq!(response.status(), 200, "{p:?}");
     let content_type = response.headers()["content-type"]
@@ -421,7 +389,7 @@ async fn streamed_tool_calls_and_non_sse_gemini_framing() {
         )
         .unwrap()
     };
-    let server = start(Script::new(vec![call(), call(), call()], Turn::text("ok"))).await;
+    let server = start_with(Script::new(vec![call(), call(), call()], Turn::text("ok"))).await;
     let mut anthropic = request(Anthropic, json!([text("x")]));
     anthropic["stream"] = json!(true);
     let sse = post(&server, path(Anthropic, true), &anthropic)

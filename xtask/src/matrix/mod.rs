@@ -176,38 +176,21 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
         rows.push(row);
         let adapter = dir.join(E2E_ADAPTER);
         if adapter.is_file() {
-            let shards = out.join("shards").join(format!("{slug}-e2e"));
-            let report = match options.shard {
-                Some((k, n)) => shards.join(format!("{k}of{n}")),
-                None => out.join(format!("{slug}-e2e")),
-            };
-            let result = if options.merge {
-                // An e2e report is written in place: the previous merge's goes first.
-                remove_report(&report).and_then(|()| merge_shards(normfuzz, &shards, &report))
+            let scenarios: &[Option<&str>] = if has_fallback(&adapter) {
+                &[None, Some("fallback")]
             } else {
-                run_e2e(
-                    normfuzz,
-                    &adapter,
-                    &cache,
-                    &report,
-                    options,
-                    options.e2e_cases,
-                    &[],
-                )
+                &[None]
             };
-            let row = match result {
-                Ok(index) => Row::from_e2e_index(runtime, &index, &report_link(&out, &report)),
-                Err(err) => {
-                    eprintln!("{} e2e: {err:#}", runtime.label());
-                    Row::failed_e2e(runtime, &format!("{err:#}"))
-                }
-            };
-            eprintln!("{}", row.summary());
-            rows.push(row);
-            if has_fallback(&adapter) {
-                rows.push(fallback_row(
-                    normfuzz, runtime, &adapter, &cache, &out, &slug, options,
-                ));
+            for &scenario in scenarios {
+                let run = E2eRun {
+                    runtime,
+                    adapter: &adapter,
+                    cache: &cache,
+                    out: &out,
+                    slug: &slug,
+                    scenario,
+                };
+                rows.push(run.row(normfuzz, options));
             }
         }
     }
@@ -241,45 +224,60 @@ fn has_fallback(adapter: &Path) -> bool {
         .is_some_and(|table| table.contains_key("fallback"))
 }
 
-/// The runtime's fallback row: `normfuzz e2e --scenario fallback` (or its shards, joined), judged
-/// against the same e2e baseline.
-fn fallback_row(
-    normfuzz: &Path,
-    runtime: &Runtime,
-    adapter: &Path,
-    cache: &Path,
-    out: &Path,
-    slug: &str,
-    options: &Options,
-) -> Row {
-    let shards = out.join("shards").join(format!("{slug}-e2e-fallback"));
-    let report = match options.shard {
-        Some((k, n)) => shards.join(format!("{k}of{n}")),
-        None => out.join(format!("{slug}-e2e-fallback")),
-    };
-    let result = if options.merge {
-        remove_report(&report).and_then(|()| merge_shards(normfuzz, &shards, &report))
-    } else {
-        let cases = options.e2e_cases.min(FALLBACK_CASES_MAX);
-        run_e2e(
-            normfuzz,
-            adapter,
-            cache,
-            &report,
-            options,
-            cases,
-            &["--scenario", "fallback"],
-        )
-    };
-    let row = match result {
-        Ok(index) => Row::from_e2e_index(runtime, &index, &report_link(out, &report)),
-        Err(err) => {
-            eprintln!("{} e2e fallback: {err:#}", runtime.label());
-            Row::failed_e2e(runtime, &format!("{err:#}"))
-        }
-    };
-    eprintln!("{}", row.summary());
-    row
+/// One e2e row of a runtime: its tool-result cases, or with a scenario (`fallback`) those.
+struct E2eRun<'a> {
+    runtime: &'a Runtime,
+    adapter: &'a Path,
+    cache: &'a Path,
+    out: &'a Path,
+    slug: &'a str,
+    scenario: Option<&'a str>,
+}
+
+impl E2eRun<'_> {
+    /// Runs `normfuzz e2e` (or joins its shards' reports) and judges it into a row: against the
+    /// runtime's e2e baseline, which `normfuzz e2e` reads itself.
+    fn row(&self, normfuzz: &Path, options: &Options) -> Row {
+        let name = match self.scenario {
+            Some(scenario) => format!("{}-e2e-{scenario}", self.slug),
+            None => format!("{}-e2e", self.slug),
+        };
+        let shards = self.out.join("shards").join(&name);
+        let report = match options.shard {
+            Some((k, n)) => shards.join(format!("{k}of{n}")),
+            None => self.out.join(&name),
+        };
+        let result = if options.merge {
+            // An e2e report is written in place: the previous merge's goes first.
+            remove_report(&report).and_then(|()| merge_shards(normfuzz, &shards, &report))
+        } else {
+            let (cases, extra) = match self.scenario {
+                Some(scenario) => (
+                    options.e2e_cases.min(FALLBACK_CASES_MAX),
+                    vec!["--scenario", scenario],
+                ),
+                None => (options.e2e_cases, Vec::new()),
+            };
+            run_e2e(
+                normfuzz,
+                self.adapter,
+                self.cache,
+                &report,
+                options,
+                cases,
+                &extra,
+            )
+        };
+        let row = match result {
+            Ok(index) => Row::from_e2e_index(self.runtime, &index, &report_link(self.out, &report)),
+            Err(err) => {
+                eprintln!("{} {name}: {err:#}", self.runtime.label());
+                Row::failed_e2e(self.runtime, &format!("{err:#}"))
+            }
+        };
+        eprintln!("{}", row.summary());
+        row
+    }
 }
 
 /// A runtime's e2e adapter, next to its `runtime.toml`.
