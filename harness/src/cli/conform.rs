@@ -67,15 +67,15 @@ pub struct ConformArgs {
     #[arg(long, value_delimiter = ',',
           value_parser = |s: &str| Class::parse(s).map_err(|e| e.to_string()))]
     fail_on: Option<Vec<Class>>,
-    /// Known findings (TOML: `[[known]]` entries with op, rule, class, cause and reason, as
-    /// `--write-baseline` drafts them): a finding of a listed (op, rule) is counted and keeps
-    /// the run green, not shrunk again; a new one fails it; a listed one this run did not
-    /// reach is reported.
+    /// Known findings (TOML: `[[known]]` entries with op, rule, the finding kinds they cover
+    /// (none: every kind), class, cause and reason, as `--write-baseline` drafts them): a
+    /// finding an entry covers is counted and keeps the run green, not shrunk again; a new one
+    /// fails it; an entry this run did not reach is reported.
     #[arg(long, value_name = "FILE")]
     baseline: Option<PathBuf>,
     /// Write a baseline that knows every gate finding of this run, atomically: the entries of
-    /// --baseline kept as written, plus one per new op and rule, its cause and reason to be
-    /// filled in from the SUT's code. An existing file is replaced only when --baseline names
+    /// --baseline kept as written, plus one per op and rule of the new findings, listing their
+    /// kinds, its cause and reason to be filled in from the SUT's code. An existing file is replaced only when --baseline names
     /// it too.
     #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,

@@ -25,13 +25,18 @@ pub struct Baseline {
     pub known: Vec<Known>,
 }
 
-/// One known finding: every finding of `rule` on `op`, whatever its kind.
+/// One known finding: the findings of `rule` on `op` of the listed kinds, or of every kind when
+/// none is listed (the matrix's hand-written entries: one per op and rule).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Known {
     #[serde(default = "default_op")]
     pub op: Op,
     pub rule: Rule,
+    /// The finding kinds it keeps green (a finding's `kind`, the dedup key's data-free part):
+    /// a new way to break a known rule is then new. `--write-baseline` lists them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kinds: Vec<String>,
     /// The impact class read in the SUT's code (`runner::impact`).
     pub class: Class,
     /// The root cause, a short id shared by the entries of one behaviour.
@@ -97,26 +102,29 @@ impl Baseline {
         Ok(baseline)
     }
 
-    /// The entry that knows findings of `rule` on `op`.
-    pub fn entry(&self, op: Op, rule: Rule) -> Option<&Known> {
-        self.known.iter().find(|k| k.op == op && k.rule == rule)
+    /// The entry that knows findings of `rule` on `op` of `kind`.
+    pub fn entry(&self, op: Op, rule: Rule, kind: &str) -> Option<&Known> {
+        self.known.iter().find(|k| k.covers(op, rule, kind))
     }
 
-    pub fn knows(&self, op: Op, rule: Rule) -> bool {
-        self.entry(op, rule).is_some()
+    pub fn knows(&self, op: Op, rule: Rule, kind: &str) -> bool {
+        self.entry(op, rule, kind).is_some()
     }
 
     /// Judges `findings` (gate findings only: a divergence is never new) of a campaign that
     /// judged `ops`; `file` names the baseline in the report.
     pub fn judge(&self, file: &str, findings: &[Finding], ops: &BTreeSet<Op>) -> Judgement {
         let gate = findings.iter().filter(|f| f.gate);
-        let known = gate.clone().filter(|f| self.knows(f.op, f.rule)).count() as u64;
+        let known = gate
+            .clone()
+            .filter(|f| self.knows(f.op, f.rule, &f.kind))
+            .count() as u64;
         let new = gate.count() as u64 - known;
         let not_reached = self
             .known
             .iter()
             .filter(|k| ops.contains(&k.op))
-            .filter(|k| !findings.iter().any(|f| f.op == k.op && f.rule == k.rule))
+            .filter(|k| !findings.iter().any(|f| k.covers(f.op, f.rule, &f.kind)))
             .cloned()
             .collect();
         Judgement {
@@ -128,31 +136,40 @@ impl Baseline {
     }
 }
 
+impl Known {
+    fn covers(&self, op: Op, rule: Rule, kind: &str) -> bool {
+        self.op == op
+            && self.rule == rule
+            && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind))
+    }
+}
+
 /// A baseline that knows every gate finding of a run (`--write-baseline`): the entries of
 /// `existing` (the baseline the run read) kept as they are, reasons and all, then one new entry
-/// per (op, rule) it did not know, its class the derived one, its cause and reason to be filled
-/// in from the SUT's code (a baseline whose reasons nobody read is a list of ignored bugs).
+/// per (op, rule) of the findings it did not know, listing their kinds, its class the derived
+/// one, its cause and reason to be filled in from the SUT's code (a baseline whose reasons
+/// nobody read is a list of ignored bugs).
 pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -> String {
     let mut out = format!(
         "# Known findings of `{command}`, drafted by `normfuzz conform --write-baseline`.\n\
          # For each entry, read the SUT's code and replace `cause` (a short id shared by the\n\
          # entries of one root cause) and `reason` (why it is real, or why it is accepted);\n\
          # `class` is the one derived from the run's evidence: correct it if the code says\n\
-         # otherwise (bug, hardening or spec: see the spec's \"Impact classes\").\n"
+         # otherwise (bug, hardening or spec: see the spec's \"Impact classes\"). `kinds` are the\n\
+         # ways of breaking the rule it keeps green (another is new); without it, every kind.\n"
     );
-    let mut seen = BTreeSet::new();
     for known in existing.into_iter().flat_map(|b| &b.known) {
-        seen.insert((known.op, known.rule));
         let entry = toml::to_string(known).unwrap_or_default();
         let _ = write!(out, "\n[[known]]\n{entry}");
     }
-    let gate: Vec<&Finding> = findings.iter().filter(|f| f.gate).collect();
-    for f in &gate {
+    let knows = |f: &Finding| existing.is_some_and(|b| b.knows(f.op, f.rule, &f.kind));
+    let new: Vec<&Finding> = findings.iter().filter(|f| f.gate && !knows(f)).collect();
+    let mut seen = BTreeSet::new();
+    for f in &new {
         if !seen.insert((f.op, f.rule)) {
             continue;
         }
-        // Every kind the entry will know, so the reader sees all it keeps green.
-        let kinds: Vec<&str> = gate
+        let kinds: Vec<&str> = new
             .iter()
             .filter(|g| (g.op, g.rule) == (f.op, f.rule))
             .map(|g| g.kind.as_str())
@@ -161,11 +178,11 @@ pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -
         let known = Known {
             op: f.op,
             rule: f.rule,
+            kinds: kinds.iter().map(|k| k.to_string()).collect(),
             class,
             cause: cause_id(&f.kind),
             reason: format!(
-                "TODO: read in the SUT's code. Found: {}; e.g. {} (finding {})",
-                kinds.join("; "),
+                "TODO: read in the SUT's code. Found, e.g.: {} (finding {})",
                 crate::excerpt::bounded(&f.detail, 200),
                 f.id
             ),
@@ -232,12 +249,12 @@ mod tests {
              reason = \"r\"\n",
         )
         .unwrap();
-        assert!(baseline.knows(Op::NeutralizeText, Rule::S1));
+        assert!(baseline.knows(Op::NeutralizeText, Rule::S1, "any kind"));
         assert!(
-            baseline.knows(Op::CoerceToolResult, Rule::F1),
+            baseline.knows(Op::CoerceToolResult, Rule::F1, "k"),
             "an entry without op is of coerce_tool_result"
         );
-        assert!(!baseline.knows(Op::CoerceToolResult, Rule::S1));
+        assert!(!baseline.knows(Op::CoerceToolResult, Rule::S1, "k"));
         let findings = [
             finding(Op::NeutralizeText, Rule::S1, true, "kept"),
             finding(Op::NeutralizeText, Rule::S1, true, "other kind, same rule"),
@@ -255,6 +272,27 @@ mod tests {
         // F1 was judged and not found; parse_reply did not run, so its entry is not listed.
         assert_eq!(judged.not_reached.len(), 1);
         assert_eq!(judged.not_reached[0].rule, Rule::F1);
+    }
+
+    /// An entry that lists kinds keeps only those green: another way to break the rule is new.
+    #[test]
+    fn listed_kinds_narrow_an_entry() {
+        let baseline = Baseline::parse(
+            "[[known]]\nop = \"neutralize_text\"\nrule = \"S1\"\nkinds = [\"kept\"]\n\
+             class = \"hardening\"\ncause = \"keeps-lines\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        assert!(baseline.knows(Op::NeutralizeText, Rule::S1, "kept"));
+        assert!(!baseline.knows(Op::NeutralizeText, Rule::S1, "another kind"));
+        let ops = BTreeSet::from([Op::NeutralizeText]);
+        let other = [finding(Op::NeutralizeText, Rule::S1, true, "another kind")];
+        let judged = baseline.judge("b.toml", &other, &ops);
+        assert_eq!((judged.known, judged.new), (0, 1));
+        assert_eq!(judged.not_reached.len(), 1, "its own kind was not seen");
+        // Drafting again keeps the entry and adds one for the new kind only.
+        let again = Baseline::parse(&draft(&other, "sut", Some(&baseline))).unwrap();
+        assert_eq!(again.known.len(), 2);
+        assert_eq!(again.known[1].kinds, ["another kind"]);
     }
 
     #[test]

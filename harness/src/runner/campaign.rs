@@ -233,7 +233,7 @@ impl Outcome {
         let ops = self.per_op.keys().copied().collect();
         self.baseline = Some(baseline.judge(file, &self.findings, &ops));
         for f in &mut self.findings {
-            let Some(known) = baseline.entry(f.op, f.rule).filter(|_| f.gate) else {
+            let Some(known) = baseline.entry(f.op, f.rule, &f.kind).filter(|_| f.gate) else {
                 f.baseline = f.gate.then_some(Standing::New);
                 continue;
             };
@@ -710,10 +710,9 @@ fn job_loop<S: Sut>(
                     ));
                     drop(findings);
                     shared.progress.findings.fetch_add(1, Ordering::Relaxed);
-                    let known = campaign
-                        .baseline
-                        .as_ref()
-                        .is_some_and(|b| violation.gate && b.knows(op, violation.rule));
+                    let known = campaign.baseline.as_ref().is_some_and(|b| {
+                        violation.gate && b.knows(op, violation.rule, &violation.kind)
+                    });
                     if known {
                         continue;
                     }

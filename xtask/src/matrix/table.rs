@@ -27,6 +27,10 @@ pub struct Known {
     #[serde(default = "default_op")]
     pub op: String,
     pub rule: String,
+    /// The finding kinds it keeps green: `normfuzz conform` judges them; accepted here so a
+    /// drafted baseline parses.
+    #[serde(default, rename = "kinds")]
+    _kinds: serde::de::IgnoredAny,
     pub class: Class,
     pub cause: String,
     pub reason: String,
