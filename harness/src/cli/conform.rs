@@ -75,8 +75,8 @@ pub struct ConformArgs {
     baseline: Option<PathBuf>,
     /// Write a baseline that knows every gate finding of this run, atomically: the entries of
     /// --baseline kept as written, plus one per op and rule of the new findings, listing their
-    /// kinds, its cause and reason to be filled in from the SUT's code. An existing file is replaced only when --baseline names
-    /// it too.
+    /// kinds, its cause and reason to be filled in from the SUT's code. An existing file is
+    /// replaced only when --baseline names it too.
     #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,
     /// Stop at the first gate failure (after shrinking it): how `cargo xtask mutants` times a kill.
@@ -207,7 +207,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         strict: args.strict,
         stop_on_gate: args.stop_on_gate,
         shard: args.shard.unwrap_or(Shard::WHOLE),
-        baseline: baseline.clone(),
+        baseline,
     };
     let profile = match &args.profile {
         Some(path) => Profile::load(path)?,
@@ -277,7 +277,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         .fail_on
         .clone()
         .unwrap_or_else(|| normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec());
-    if let (Some(baseline), Some(path)) = (&baseline, &args.baseline) {
+    if let (Some(baseline), Some(path)) = (&campaign.baseline, &args.baseline) {
         outcome.judge_baseline(baseline, &path.display().to_string());
     }
     if outcome.cases() == 0 && campaign.cases != Some(0) {
@@ -312,8 +312,11 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         }
     }
     if let Some(path) = &args.write_baseline {
-        let text =
-            normfuzz::runner::baseline::draft(&outcome.findings, &sut_command, baseline.as_ref());
+        let text = normfuzz::runner::baseline::draft(
+            &outcome.findings,
+            &sut_command,
+            campaign.baseline.as_ref(),
+        );
         normfuzz::fs::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;
         eprintln!(

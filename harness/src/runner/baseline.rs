@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::Op;
 use crate::rule::Rule;
 use crate::runner::campaign::Finding;
-use crate::runner::impact::Class;
+use crate::runner::impact::{Class, Impact};
 
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,6 +70,12 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// Counts the known and new among `findings`, by the standing each was given.
+    pub fn recount(&mut self, findings: &[Finding]) {
+        let standing = |s| findings.iter().filter(|f| f.baseline == Some(s)).count() as u64;
+        (self.known, self.new) = (standing(Standing::Known), standing(Standing::New));
+    }
+
     /// `N new, N known, N not reached`, as every report's headline says it.
     pub fn counts(&self) -> String {
         format!(
@@ -111,15 +117,22 @@ impl Baseline {
         self.entry(op, rule, kind).is_some()
     }
 
-    /// Judges `findings` (gate findings only: a divergence is never new) of a campaign that
-    /// judged `ops`; `file` names the baseline in the report.
-    pub fn judge(&self, file: &str, findings: &[Finding], ops: &BTreeSet<Op>) -> Judgement {
-        let gate = findings.iter().filter(|f| f.gate);
-        let known = gate
-            .clone()
-            .filter(|f| self.knows(f.op, f.rule, &f.kind))
-            .count() as u64;
-        let new = gate.count() as u64 - known;
+    /// Judges `findings` of a campaign that judged `ops`: each gate finding is known or new (a
+    /// divergence is neither), and a known one takes the class and cause read in the SUT's
+    /// code, which outrank the ones derived from evidence; `file` names the baseline in the
+    /// report.
+    pub fn judge(&self, file: &str, findings: &mut [Finding], ops: &BTreeSet<Op>) -> Judgement {
+        for f in findings.iter_mut().filter(|f| f.gate) {
+            let Some(known) = self.entry(f.op, f.rule, &f.kind) else {
+                f.baseline = Some(Standing::New);
+                continue;
+            };
+            f.baseline = Some(Standing::Known);
+            f.impact = Some(Impact {
+                class: known.class,
+                why: format!("known ({}): {}", known.cause, known.reason),
+            });
+        }
         let not_reached = self
             .known
             .iter()
@@ -127,12 +140,14 @@ impl Baseline {
             .filter(|k| !findings.iter().any(|f| k.covers(f.op, f.rule, &f.kind)))
             .cloned()
             .collect();
-        Judgement {
+        let mut judged = Judgement {
             file: file.to_string(),
-            known,
-            new,
+            known: 0,
+            new: 0,
             not_reached,
-        }
+        };
+        judged.recount(findings);
+        judged
     }
 }
 
@@ -255,7 +270,7 @@ mod tests {
             "an entry without op is of coerce_tool_result"
         );
         assert!(!baseline.knows(Op::CoerceToolResult, Rule::S1, "k"));
-        let findings = [
+        let mut findings = [
             finding(Op::NeutralizeText, Rule::S1, true, "kept"),
             finding(Op::NeutralizeText, Rule::S1, true, "other kind, same rule"),
             finding(Op::CoerceToolResult, Rule::S2, true, "new"),
@@ -267,8 +282,19 @@ mod tests {
             ),
         ];
         let ops = BTreeSet::from([Op::NeutralizeText, Op::CoerceToolResult]);
-        let judged = baseline.judge("b.toml", &findings, &ops);
+        let judged = baseline.judge("b.toml", &mut findings, &ops);
         assert_eq!((judged.known, judged.new), (2, 1));
+        // Each finding carries its standing; a known one the class and cause read in the code.
+        assert_eq!(findings[0].baseline, Some(Standing::Known));
+        let impact = findings[0].impact.as_ref().unwrap();
+        assert_eq!(impact.class, Class::Hardening);
+        assert!(
+            impact.why.starts_with("known (keeps-lines)"),
+            "{}",
+            impact.why
+        );
+        assert_eq!(findings[2].baseline, Some(Standing::New));
+        assert_eq!(findings[3].baseline, None, "a divergence is neither");
         // F1 was judged and not found; parse_reply did not run, so its entry is not listed.
         assert_eq!(judged.not_reached.len(), 1);
         assert_eq!(judged.not_reached[0].rule, Rule::F1);
@@ -285,8 +311,8 @@ mod tests {
         assert!(baseline.knows(Op::NeutralizeText, Rule::S1, "kept"));
         assert!(!baseline.knows(Op::NeutralizeText, Rule::S1, "another kind"));
         let ops = BTreeSet::from([Op::NeutralizeText]);
-        let other = [finding(Op::NeutralizeText, Rule::S1, true, "another kind")];
-        let judged = baseline.judge("b.toml", &other, &ops);
+        let mut other = [finding(Op::NeutralizeText, Rule::S1, true, "another kind")];
+        let judged = baseline.judge("b.toml", &mut other, &ops);
         assert_eq!((judged.known, judged.new), (0, 1));
         assert_eq!(judged.not_reached.len(), 1, "its own kind was not seen");
         // Drafting again keeps the entry and adds one for the new kind only.
@@ -309,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_drafted_baseline_knows_the_run_it_came_from() {
-        let findings = [
+        let mut findings = [
             finding(Op::NeutralizeText, Rule::S1, true, "kept_directive: MEDIA"),
             finding(Op::NeutralizeText, Rule::S1, true, "another kind"),
             finding(Op::CoerceToolResult, Rule::C4, false, "divergence"),
@@ -339,7 +365,7 @@ mod tests {
             (Op::CoerceToolResult, Rule::S2)
         );
         let ops = BTreeSet::from([Op::NeutralizeText, Op::CoerceToolResult]);
-        let judged = baseline.judge("b.toml", &findings, &ops);
+        let judged = baseline.judge("b.toml", &mut findings, &ops);
         assert_eq!((judged.known, judged.new), (2, 0));
         assert!(judged.not_reached.is_empty());
     }

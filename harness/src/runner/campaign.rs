@@ -227,22 +227,10 @@ impl Outcome {
         }
     }
 
-    /// Judges the findings against `baseline` (file name `file`): a known finding takes the
-    /// class and cause read in the SUT's code, which outrank the ones derived from evidence.
+    /// Judges the findings against `baseline` (file name `file`, `Baseline::judge`).
     pub fn judge_baseline(&mut self, baseline: &Baseline, file: &str) {
         let ops = self.per_op.keys().copied().collect();
-        self.baseline = Some(baseline.judge(file, &self.findings, &ops));
-        for f in &mut self.findings {
-            let Some(known) = baseline.entry(f.op, f.rule, &f.kind).filter(|_| f.gate) else {
-                f.baseline = f.gate.then_some(Standing::New);
-                continue;
-            };
-            f.baseline = Some(Standing::Known);
-            f.impact = Some(Impact {
-                class: known.class,
-                why: format!("known ({}): {}", known.cause, known.reason),
-            });
-        }
+        self.baseline = Some(baseline.judge(file, &mut self.findings, &ops));
     }
 
     /// Cases per second over the whole run, shrinking included.

@@ -7,7 +7,6 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use serde_json::Value;
 
-use crate::runner::baseline::Standing;
 use crate::runner::campaign::{Finding, Outcome, Sample, Tally};
 use crate::runner::upstream::RuntimeId;
 
@@ -150,14 +149,7 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
             .then_with(|| (a.op, a.rule, &a.id).cmp(&(b.op, b.rule, &b.id)))
     });
     if let Some(judged) = &mut outcome.baseline {
-        let standing = |s| {
-            outcome
-                .findings
-                .iter()
-                .filter(|f| f.baseline == Some(s))
-                .count() as u64
-        };
-        (judged.known, judged.new) = (standing(Standing::Known), standing(Standing::New));
+        judged.recount(&outcome.findings);
     }
     // The last sample is the final state, as in a campaign's own series.
     let (cases, findings) = (outcome.cases(), outcome.findings.len() as u64);
