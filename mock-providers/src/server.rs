@@ -193,8 +193,10 @@ impl Service for State {
                 else {
                     return Answer::empty(413);
                 };
+                // The body was not read: no model known.
                 let mut r = record(
                     provider,
+                    None,
                     request,
                     &json!({"accepted": false, "status": status, "body": body}),
                 );
@@ -218,8 +220,14 @@ impl Service for State {
     }
 }
 
-/// The capture record of one request.
-fn record(provider: Option<Provider>, request: &Request, verdict: &Value) -> Value {
+/// The capture record of one request; `model` is the one it names (`model_of`), which the
+/// harness tells a fallback's requests apart by.
+fn record(
+    provider: Option<Provider>,
+    model: Option<&str>,
+    request: &Request,
+    verdict: &Value,
+) -> Value {
     let headers: Map<String, Value> = request
         .headers
         .iter()
@@ -232,6 +240,7 @@ fn record(provider: Option<Provider>, request: &Request, verdict: &Value) -> Val
         .collect();
     let mut r = json!({
         "provider": provider.map(Provider::name),
+        "model": model,
         "method": request.method.as_str(),
         "path": request.url.path(),
         "query": request.url.query(),
@@ -290,6 +299,7 @@ impl State {
                 let body = json!({"error": format!("mock-providers: no route for {} {}", request.method, request.url.path())});
                 self.capture.record(record(
                     None,
+                    None,
                     request,
                     &json!({"accepted": false, "status": 404, "body": body}),
                 ));
@@ -299,6 +309,7 @@ impl State {
     }
 
     fn answer_api(&self, provider: Provider, request: &Request) -> Answer {
+        let model = model_of(provider, request);
         let verdict = validate(provider, &request.body);
         let Verdict::Rejected {
             status,
@@ -306,7 +317,6 @@ impl State {
             headers,
         } = verdict
         else {
-            let model = model_of(provider, request);
             let served = self
                 .script
                 .lock()
@@ -315,8 +325,7 @@ impl State {
             let turn = match served.step {
                 Step::Answer(turn) => turn,
                 Step::Fail(failure) => {
-                    let model = model.unwrap_or_default();
-                    return self.fail(provider, request, &served, &failure, &model);
+                    return self.fail(provider, request, &served, &failure, model.as_deref());
                 }
             };
             let kind = match turn {
@@ -328,7 +337,7 @@ impl State {
                 verdict["script"] = json!(queue);
             }
             self.capture
-                .record(record(Some(provider), request, &verdict));
+                .record(record(Some(provider), model.as_deref(), request, &verdict));
             let reply = reply(provider, &turn, request);
             let mut t = Answer::raw(200, reply.body, reply.content_type);
             if let Some((name, value)) = request_id_header(provider) {
@@ -338,6 +347,7 @@ impl State {
         };
         self.capture.record(record(
             Some(provider),
+            model.as_deref(),
             request,
             &json!({"accepted": false, "status": status, "body": body}),
         ));
@@ -352,13 +362,13 @@ impl State {
         request: &Request,
         served: &Served,
         failure: &Failure,
-        model: &str,
+        model: Option<&str>,
     ) -> Answer {
         let Rejection {
             status,
             body,
             headers,
-        } = providers::failure(provider, failure, model);
+        } = providers::failure(provider, failure, model.unwrap_or_default());
         let mut verdict = json!({
             "accepted": true,
             "answer": "error",
@@ -372,7 +382,7 @@ impl State {
             verdict["script"] = json!(queue);
         }
         self.capture
-            .record(record(Some(provider), request, &verdict));
+            .record(record(Some(provider), model, request, &verdict));
         self.rejection(Some(provider), request, status, body, headers)
     }
 

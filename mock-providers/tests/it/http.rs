@@ -574,3 +574,39 @@ fn the_binary_serves_prints_its_address_and_stops_on_sigterm() {
         1
     );
 }
+
+/// Each capture record names the model its request names: the body's `model`, or Gemini's and
+/// Bedrock's path segment (percent-decoded), whatever the verdict; the harness tells a
+/// fallback's requests apart by it.
+#[tokio::test]
+async fn capture_records_name_the_requests_model() {
+    let server = start_with(Script::default()).await;
+    let anthropic = request(Anthropic, json!([png_block()]));
+    post(&server, path(Anthropic, false), &anthropic).await;
+    let gemini = request(Gemini, json!([png_block()]));
+    post(
+        &server,
+        "/v1beta/models/mock-model:streamGenerateContent",
+        &gemini,
+    )
+    .await;
+    let bedrock = request(Bedrock, json!([png_block()]));
+    post(&server, "/model/mock%2Dmodel%3A0/converse", &bedrock).await;
+    // Refused by the validator, still named.
+    let mut bad = request(Anthropic, json!([png_block()]));
+    bad["messages"] = json!("not a list");
+    post(&server, path(Anthropic, false), &bad).await;
+    let records = server.requests();
+    let models: Vec<&Value> = records.iter().map(|r| &r["model"]).collect();
+    assert_eq!(
+        models,
+        [
+            &anthropic["model"],
+            &json!("mock-model"),
+            &json!("mock-model:0"),
+            &anthropic["model"]
+        ]
+    );
+    assert!(anthropic["model"].is_string());
+    assert_eq!(records[3]["verdict"]["accepted"], false);
+}

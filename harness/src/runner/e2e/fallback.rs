@@ -59,15 +59,14 @@ impl<'a> Pairing<'a> {
     }
 
     /// Whether a captured request went to the fallback: its script key, or for a request the
-    /// validator refused (no key), its API and model.
+    /// validator refused (no key), its API and the model the mock providers read in it.
     pub fn is_fallback(&self, record: &Value) -> bool {
         match record["verdict"]["script"].as_str() {
             Some(key) => key == self.fallback_key,
             None => {
                 let api = record["provider"].as_str().unwrap_or_default();
-                let model = request_model(record);
                 match self.fallback_key.split_once('/') {
-                    Some((a, m)) => api == a && model.as_deref() == Some(m),
+                    Some((a, m)) => api == a && record["model"] == m,
                     None => api == self.fallback_key,
                 }
             }
@@ -96,48 +95,6 @@ impl<'a> Pairing<'a> {
         );
         json!({"turns": [{"text": "no scripted answer for this request"}], "providers": providers})
     }
-}
-
-/// The model a captured request names: the body's `model`, or the path segment after
-/// `models/` (Gemini) or `model/` (Bedrock).
-pub fn request_model(record: &Value) -> Option<String> {
-    if let Some(model) = record["body"]["model"].as_str() {
-        return Some(model.to_string());
-    }
-    let path = record["path"].as_str()?;
-    let mut segments = path.split('/');
-    while let Some(segment) = segments.next() {
-        if segment == "models" || segment == "model" {
-            let model = segments.next()?;
-            let model = model.split(':').next().unwrap_or(model);
-            return Some(percent_decode(model));
-        }
-    }
-    None
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| {
-            std::str::from_utf8(h)
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        });
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The config placeholders every template gets (JSON literals); `null`s outside a fallback
@@ -208,17 +165,6 @@ impl ImageSwap {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn request_models_come_from_the_body_or_the_path() {
-        let r = json!({"body": {"model": "mock-model-b"}, "path": "/v1/messages"});
-        assert_eq!(request_model(&r).as_deref(), Some("mock-model-b"));
-        let r = json!({"body": {}, "path": "/v1beta/models/mock-model:streamGenerateContent"});
-        assert_eq!(request_model(&r).as_deref(), Some("mock-model"));
-        let r = json!({"body": {}, "path": "/model/mock%2Dmodel/converse"});
-        assert_eq!(request_model(&r).as_deref(), Some("mock-model"));
-        assert_eq!(request_model(&json!({"path": "/v1/chat"})), None);
-    }
 
     #[test]
     fn the_local_image_is_swapped_once_after_the_first_failure() {
