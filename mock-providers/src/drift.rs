@@ -134,13 +134,8 @@ struct Report {
 }
 
 fn provider_named(name: &str) -> Result<Provider, String> {
-    Provider::ALL
-        .into_iter()
-        .find(|p| p.name() == name.trim())
-        .ok_or_else(|| {
-            let names: Vec<_> = Provider::ALL.iter().map(|p| p.name()).collect();
-            format!("unknown provider {name:?} (one of {})", names.join(", "))
-        })
+    Provider::from_name(name.trim())
+        .ok_or_else(|| format!("unknown provider {name:?} (one of {})", Provider::names()))
 }
 
 /// `provider=value` flags by provider.

@@ -532,11 +532,10 @@ fn check_key(key: &str) -> anyhow::Result<()> {
         Some((api, model)) => (api, Some(model)),
         None => (key, None),
     };
-    if !Provider::ALL.iter().any(|p| p.name() == api) {
-        let names: Vec<_> = Provider::ALL.iter().map(|p| p.name()).collect();
+    if Provider::from_name(api).is_none() {
         bail!(
             "unknown API {api:?} in a `providers` key: expected one of {}, optionally followed by /MODEL",
-            names.join(", ")
+            Provider::names()
         );
     }
     if model == Some("") {

@@ -42,6 +42,16 @@ impl Provider {
             Provider::Ollama => "ollama",
         }
     }
+
+    /// The API of that [`Provider::name`].
+    pub fn from_name(name: &str) -> Option<Provider> {
+        Provider::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Every name, comma-separated, for an error message.
+    pub fn names() -> String {
+        Provider::ALL.map(Provider::name).join(", ")
+    }
 }
 
 /// What the provider answers to a request body.

@@ -217,10 +217,7 @@ impl Adapter {
             }
         }
         for flavour in &adapter.flavour {
-            if !mock_providers::Provider::ALL
-                .iter()
-                .any(|p| p.name() == flavour.mock)
-            {
+            if mock_providers::Provider::from_name(&flavour.mock).is_none() {
                 bail!(
                     "adapter {}: flavour {:?} names unknown mock API {:?}",
                     path.display(),
