@@ -61,6 +61,7 @@ rules! {
     S2 = "S2", Safety, "no image block without valid data";
     S3 = "S3", Safety, "no private or non-https URL, no local path outside the roots";
     S4 = "S4", Safety, "no image carried to another provider on a retry";
+    S5 = "S5", Safety, "nothing a model or tool names makes the runtime write outside its folders";
     F1 = "F1", Fidelity, "every valid image reaches the output";
     F2 = "F2", Fidelity, "every text reaches the output, changed only by the S1 prefix";
     F3 = "F3", Fidelity, "blocks keep their order and count; isError is kept";

@@ -98,6 +98,15 @@ impl Profile {
     /// The file beside a runtime's adapter.
     pub const FILE: &'static str = "profile.toml";
 
+    /// The profile in `dir` (a runtime's adapter folder), or the reference's contract.
+    pub fn beside(dir: &Path) -> Result<Profile> {
+        let path = dir.join(Profile::FILE);
+        match path.is_file() {
+            true => Profile::load(&path),
+            false => Ok(Profile::reference_contract()),
+        }
+    }
+
     pub fn load(path: &Path) -> Result<Profile> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read profile {}", path.display()))?;
@@ -335,6 +344,7 @@ fn harm(rule: Rule) -> &'static str {
             "a local file or a private or non-https URL is delivered or fetched"
         }
         S4 | R1 | R2 | R3 | R4 | R5 | R6 => "an image is carried to another provider on a retry",
+        S5 => "a file is written outside the runtime's folders",
         F1 => "a valid image of the tool result never reaches the model as an image",
         F2 => "a text of the tool result never reaches the model",
         F3 => "the model gets other blocks, in another order, or loses isError",

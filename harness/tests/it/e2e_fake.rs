@@ -128,11 +128,37 @@ fn a_runtime_that_follows_the_rules_passes_and_a_buggy_one_is_caught() {
         ("reply-media-etc-passwd-split", "S3", "payload"),
         ("tool-text-plants-media", "S1", "model"),
         ("reply-media-metadata-url", "S3", "payload"),
+        ("seed001-image-without-data", "S5", "model"),
     ] {
         assert!(
             has(&bad_found, case, rule, layer),
             "{case} {rule} {layer} missing from {bad_found:?}"
         );
+    }
+    // The write outside its folders is listed with its bytes, and never reached the disk: the
+    // turn ran chrooted into an overlay (when the sandbox has a mount namespace).
+    let s5 = &bad["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["rule"] == "S5")
+        .unwrap();
+    let stored: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(format!(
+            "report-bad-payload-0/findings/{}--S5--model.json",
+            s5["case"].as_str().unwrap()
+        )))
+        .unwrap(),
+    )
+    .unwrap();
+    let write = &stored["evidence"]["writes"][0];
+    if stored["evidence"]["outsideObserved"] == true {
+        assert_eq!(
+            write["path"], "/var/tmp/normfuzz-fake-sessions.log",
+            "{stored:#}"
+        );
+        assert!(write["head"].as_str().unwrap().starts_with("tool images: "));
+        assert!(!Path::new("/var/tmp/normfuzz-fake-sessions.log").exists());
     }
     // Each finding is stored with the captured request and a repro line.
     let stored: Value = serde_json::from_slice(

@@ -5,8 +5,8 @@ It does what a runtime does in one turn: reads its config, starts the configured
 server, asks the model (OpenAI Chat Completions, not streamed), runs the tool call, sends the
 tool result back and prints the delivered reply as JSON. FAKE_MODE=good follows the rules;
 FAKE_MODE=bad has the bugs the e2e judge must find: one malformed block fails the whole tool
-result (F5), tool text is forwarded raw (S1) and every MEDIA: line of the reply is delivered as
-media whatever its target (S3). FAKE_MODE=killed dies by SIGKILL mid-turn, after the model's
+result (F5), tool text is forwarded raw (S1), every MEDIA: line of the reply is delivered as
+media whatever its target (S3) and it writes outside its folders (S5: `save_images`). FAKE_MODE=killed dies by SIGKILL mid-turn, after the model's
 first answer (an out-of-memory kill, say): the run must go on and report it.
 
 With `--channel` it serves a Telegram bot instead (`e2e --via channel`): it long-polls the Bot API
@@ -77,6 +77,21 @@ def project(result):
     return texts, images
 
 
+def save_images(call_id, images):
+    """Caches the tool's images by tool-call id, as AstrBot's tool-image cache does (S5). bad: the
+    model's id is used as it came (a `../` in it leaves the cache) and a session log goes to
+    /var/tmp, outside every folder of the runtime; good: the id keeps [A-Za-z0-9_-] only."""
+    cache = os.path.join(os.environ["HOME"], ".fake", "tool_images")
+    os.makedirs(cache, exist_ok=True)
+    name = call_id if MODE == "bad" else re.sub(r"[^A-Za-z0-9_-]", "_", call_id)
+    for i, data in enumerate(images):
+        with open(os.path.join(cache, f"{name}_{i}.png"), "wb") as f:
+            f.write(base64.b64decode(data))
+    if MODE == "bad":
+        with open("/var/tmp/normfuzz-fake-sessions.log", "a") as f:
+            f.write(f"tool images: {len(images)}\n")
+
+
 def turn(config, prompt):
     """The reply text of one agent turn."""
     provider = config["provider"]
@@ -88,6 +103,7 @@ def turn(config, prompt):
     if MODE == "killed":
         os.kill(os.getpid(), 9)
     texts, images = project(call_tool(config["mcp"], config["mcpTool"]))
+    save_images(call["id"], images)
     messages.append(first["choices"][0]["message"])
     if images and "image" not in provider["input"]:
         if MODE == "good":

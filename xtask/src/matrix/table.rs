@@ -393,12 +393,16 @@ impl Row {
 }
 
 /// The rules the e2e judge checks on every turn that ran (harness/src/runner/e2e/checks.rs:
-/// the model's view and the delivered reply; driver/case.rs: B1 and the mocks' verdicts).
-const E2E_RULES: [&str; 9] = ["S1", "S3", "D3", "F1", "F2", "F4", "F5", "B1", "provider"];
+/// the model's view and the delivered reply; checks/writes.rs: the turn's writes; driver/case.rs:
+/// B1 and the mocks' verdicts).
+const E2E_RULES: [&str; 10] = [
+    "S1", "S3", "S5", "D3", "F1", "F2", "F4", "F5", "B1", "provider",
+];
 
 /// The rules a fallback run judges: images across providers (R3) and on the same provider
-/// (R5, R2), a completed tool run again (P4), and what the providers refused.
-const FALLBACK_RULES: [&str; 6] = ["R2", "R3", "R5", "P4", "B1", "provider"];
+/// (R5, R2), a completed tool run again (P4), writes outside its folders, and what the
+/// providers refused.
+const FALLBACK_RULES: [&str; 7] = ["R2", "R3", "R5", "P4", "S5", "B1", "provider"];
 
 /// The e2e rules judged only on what a runtime delivered (media).
 const DELIVERY_RULES: [&str; 2] = ["S3", "D3"];

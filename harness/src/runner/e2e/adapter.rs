@@ -38,6 +38,9 @@ pub struct Adapter {
     /// How to configure a model fallback (`e2e --scenario fallback`).
     #[serde(default)]
     pub fallback: Option<FallbackConfig>,
+    /// Where the runtime's own folders lie in a case, for S5 (the profile says which it has).
+    #[serde(default)]
+    pub folders: Folders,
     /// The adapter file's folder (set on load).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -146,6 +149,31 @@ pub struct Channel {
     pub quiet_ms: u64,
 }
 
+/// The case paths of the profile's folder names (`${state}`, `${workspace}`, `${tmp}`,
+/// `${home}`, `${cache}`): a profile entry is one of them, optionally followed by a subpath.
+/// `workspace` (the turn's working folder), `tmp` (its `TMPDIR` and `/tmp`), `home` and `cache`
+/// (the install) are fixed; `state` is where the adapter points the runtime's state.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Folders {
+    /// The runtime's state folder (placeholders `${case}`, `${cache}`).
+    #[serde(default = "default_state")]
+    pub state: String,
+}
+
+impl Default for Folders {
+    fn default() -> Folders {
+        Folders {
+            state: default_state(),
+        }
+    }
+}
+
+/// Most runtimes keep their state under the user's home unless told otherwise.
+fn default_state() -> String {
+    "${case}/home".into()
+}
+
 fn default_quiet_ms() -> u64 {
     4000
 }
@@ -235,6 +263,32 @@ impl Adapter {
             (Some(_), Some(f)) => f.turn_timeout.unwrap_or(self.turn_timeout),
             _ => self.turn_timeout,
         }
+    }
+
+    /// The folders `profile` names as the runtime's own, in the case folder `case` (S5).
+    pub fn own_folders(
+        &self,
+        profile: &[String],
+        case: &Path,
+        cache: &Path,
+    ) -> Result<Vec<PathBuf>> {
+        let case_var = BTreeMap::from([
+            ("case", case.display().to_string()),
+            ("cache", cache.display().to_string()),
+        ]);
+        let mut vars = case_var.clone();
+        vars.insert("state", expand(&self.folders.state, &case_var)?);
+        for sub in ["workspace", "tmp", "home"] {
+            vars.insert(sub, case.join(sub).display().to_string());
+        }
+        profile
+            .iter()
+            .map(|f| {
+                expand(f, &vars)
+                    .map(PathBuf::from)
+                    .with_context(|| format!("profile folder {f:?}"))
+            })
+            .collect()
     }
 
     pub fn baseline_path(&self) -> Option<PathBuf> {

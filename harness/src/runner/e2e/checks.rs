@@ -12,6 +12,7 @@
 pub mod channel;
 pub mod fallback;
 mod view;
+pub mod writes;
 
 use std::collections::HashSet;
 

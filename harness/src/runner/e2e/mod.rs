@@ -12,3 +12,4 @@ pub mod fallback;
 pub mod install;
 pub mod one_turn;
 pub mod plant;
+pub mod writes;

@@ -20,6 +20,7 @@ use super::cases::E2eCase;
 use super::checks::Layer;
 use super::fallback::{self, Pairing};
 use super::plant::{PLANTED, plant};
+use super::writes;
 use crate::fs::write_atomic;
 
 /// What the driver hands to the sandboxed turn (`D/spec.json`).
@@ -95,6 +96,8 @@ pub const REQUESTS: &str = "requests.jsonl";
 pub const STDOUT: &str = "stdout.txt";
 pub const STDERR: &str = "stderr.log";
 pub const RESULT: &str = "mcp-result.json";
+/// The runtime's log file, where its config takes one (`${log_file}`): the harness names it.
+pub const LOG_FILE: &str = "runtime.log";
 /// Channel mode: every call the mock channel received, in order (JSON Lines).
 pub const CHANNEL: &str = "channel.jsonl";
 /// Channel mode: how long the model may have finished with nothing reaching the user.
@@ -121,9 +124,11 @@ pub fn run(dir: &Path) -> Result<()> {
         }
     }
     let private_tmp = spec.private_tmp;
-    if private_tmp {
-        bind_tmp(&tmp, &spec)?;
-    }
+    let tmp_binds = if private_tmp {
+        bind_tmp(&tmp, &spec)?
+    } else {
+        Vec::new()
+    };
 
     let case = &spec.case;
     let pairing = case
@@ -256,7 +261,7 @@ pub fn run(dir: &Path) -> Result<()> {
         ("mcp_args", json!(mcp_args).to_string()),
         (
             "log_file",
-            json!(dir.join("runtime.log").display().to_string()).to_string(),
+            json!(dir.join(LOG_FILE).display().to_string()).to_string(),
         ),
         (
             "workspace",
@@ -286,9 +291,39 @@ pub fn run(dir: &Path) -> Result<()> {
 
     let command = expand_all(channel.map_or(&adapter.run.command, |c| &c.command), &vars)?;
     let (program, args) = command.split_first().context("empty run.command")?;
+    // S5: writes outside the case folder land in an overlay (a mount namespace is needed),
+    // those inside it are found by comparison; the capture files the turn writes are not.
+    let overlay = if private_tmp {
+        writes::Overlay::mount(dir, &[dir, &spec.cache])
+            .map_err(|e| {
+                eprintln!(
+                    "normfuzz e2e-turn: writes outside the case folder are not observed: {e:#}"
+                )
+            })
+            .ok()
+    } else {
+        None
+    };
+    let mut skip = tmp_binds;
+    skip.push(writes::Overlay::skip(dir));
+    let captures = [
+        REQUESTS,
+        STDOUT,
+        STDERR,
+        LOG_FILE,
+        fallback::CALLS,
+        mock_providers::channels::telegram::FILES_DIR,
+    ];
+    skip.extend(captures.map(|f| dir.join(f)));
+    let workspace = dir.join("workspace");
     let mut cmd = Command::new(program);
+    if let Some(overlay) = &overlay {
+        let enter = overlay.enter(&workspace)?;
+        // SAFETY: the closure makes only async-signal-safe system calls (chroot, chdir).
+        unsafe { cmd.pre_exec(enter) };
+    }
     cmd.args(args)
-        .current_dir(dir.join("workspace"))
+        .current_dir(&workspace)
         .env_clear()
         .env("PATH", super::install::runtime_path(&adapter, &spec.cache)?)
         .env("LANG", "C.UTF-8")
@@ -305,6 +340,7 @@ pub fn run(dir: &Path) -> Result<()> {
     for (key, value) in channel.map(|c| &c.env).into_iter().flatten() {
         cmd.env(key, expand(value, &vars)?);
     }
+    let snapshot = writes::Snapshot::take(dir, skip);
     let start = Instant::now();
     let mut child = cmd
         .spawn()
@@ -337,6 +373,7 @@ pub fn run(dir: &Path) -> Result<()> {
     // SAFETY: kill(2) on a process group we created; no memory is involved.
     unsafe { libc::kill(-group, libc::SIGKILL) };
     let _ = child.wait();
+    writes::record(dir, &snapshot, overlay.as_ref())?;
     if channel.is_some() {
         write_channel_capture(&mocks.requests(), dir)?;
     }
@@ -428,11 +465,11 @@ fn write_channel_capture(records: &[Value], dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Binds `tmp` over `/tmp`. What the turn needs from the old `/tmp` (the case folder itself when
+/// Binds `tmp` over `/tmp` and answers the bind mounts made inside it. What the turn needs from the old `/tmp` (the case folder itself when
 /// the report lies there, as in a clone under `/tmp`; the runtime cache, the binaries) would
 /// vanish under it, so each such top-level entry of `/tmp` is bound first into `tmp` at its own
 /// name and comes along with the recursive bind: `/tmp/<entry>` still reaches it.
-fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<()> {
+fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<Vec<PathBuf>> {
     let exe = std::env::current_exe()?;
     let needed: [&Path; 5] = [tmp, &spec.cache, &spec.mock_mcp, &spec.adapter, &exe];
     let tops: std::collections::BTreeSet<PathBuf> = needed
@@ -450,6 +487,7 @@ fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<()> {
         }
         Ok(())
     };
+    let mut binds = Vec::new();
     for top in &tops {
         let (from, to) = (Path::new("/tmp").join(top), tmp.join(top));
         if from.is_dir() {
@@ -458,8 +496,10 @@ fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<()> {
             std::fs::write(&to, b"")?;
         }
         mount(&["--bind".as_ref(), from.as_os_str(), to.as_os_str()])?;
+        binds.push(to);
     }
-    mount(&["--rbind".as_ref(), tmp.as_os_str(), "/tmp".as_ref()])
+    mount(&["--rbind".as_ref(), tmp.as_os_str(), "/tmp".as_ref()])?;
+    Ok(binds)
 }
 
 /// The captured requests of a finished turn, in arrival order.

@@ -19,6 +19,8 @@ use crate::runner::e2e::checks::{self, E2eFinding, Layer};
 use crate::runner::e2e::fallback::{self, Pairing};
 use crate::runner::e2e::one_turn::{self, TurnRecord, TurnSpec, Via};
 use crate::runner::e2e::plant::{PLANTED, Planted};
+use crate::runner::e2e::writes;
+use crate::runner::impact::Profile;
 
 /// How turns are sandboxed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -279,6 +281,12 @@ fn judge(
             ),
             None => {}
         }
+    }
+    if let Some(writes) = read_json(&dir.join(writes::WRITES)) {
+        let writes: writes::Writes = serde_json::from_value(writes)?;
+        let profile = Profile::beside(&adapter.dir)?;
+        let own = adapter.own_folders(&profile.folders, dir, &spec.cache)?;
+        findings.extend(checks::writes::check_writes(&writes, &own, &spec.case, dir));
     }
     let vars = std::collections::BTreeMap::from([("case", dir.display().to_string())]);
     let roots = expand_all(&adapter.run.media_roots, &vars)?;

@@ -71,14 +71,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         start,
         via,
     } = *run;
-    // The profile beside the baseline (the adapter's folder), or the reference's contract.
-    let profile = baseline_path
-        .and_then(Path::parent)
-        .map(|dir| dir.join(Profile::FILE))
-        .filter(|path| path.is_file())
-        .map(|path| Profile::load(&path))
-        .transpose()?
-        .unwrap_or_else(Profile::reference_contract);
+    let profile = Profile::beside(&adapter.dir)?;
     let judged: Vec<Judged> = outcomes
         .iter()
         .flat_map(|o| {
