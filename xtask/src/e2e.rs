@@ -31,6 +31,16 @@ pub fn build(root: &Path) -> Result<PathBuf> {
     Ok(crate::target_dir(root).join("release/normfuzz"))
 }
 
+/// Installs `runtime`'s unit-level packages into the cache (`cargo xtask matrix`'s installer),
+/// unless they are there already.
+pub fn install_unit(root: &Path, runtime: &str) -> Result<()> {
+    let runtimes = root.join("harness/runtimes");
+    for (_, unit) in crate::matrix::load_all(&runtimes, &[runtime.to_string()])? {
+        crate::matrix::install::ensure(&unit, &crate::matrix::install::cache_root())?;
+    }
+    Ok(())
+}
+
 /// Runs the e2e campaign with `normfuzz` (`mock-providers` next to it); returns its exit code.
 pub fn e2e(root: &Path, normfuzz: &Path, runtime: &str, args: &[String]) -> Result<i32> {
     let dir = root.join("harness/runtimes").join(runtime);
@@ -43,13 +53,11 @@ pub fn e2e(root: &Path, normfuzz: &Path, runtime: &str, args: &[String]) -> Resu
     })?;
     let table: toml::Table =
         toml::from_str(&text).with_context(|| format!("invalid {}", adapter.display()))?;
-    // An SDK's adapter reuses its unit-level install (`unit_install`), made here; any other
-    // adapter's own `[[install]]` steps are run by `normfuzz e2e`.
+    // An SDK's adapter reuses its unit-level install (`unit_install`), made here (a no-op once
+    // made, as after `cargo xtask ci`'s early install); any other adapter's own `[[install]]`
+    // steps are run by `normfuzz e2e`.
     if table.get("unit_install").and_then(toml::Value::as_bool) == Some(true) {
-        let runtimes = root.join("harness/runtimes");
-        for (_, unit) in crate::matrix::load_all(&runtimes, &[runtime.to_string()])? {
-            crate::matrix::install::ensure(&unit, &crate::matrix::install::cache_root())?;
-        }
+        install_unit(root, runtime)?;
     }
     let status = Command::new(normfuzz)
         .current_dir(root)

@@ -36,23 +36,25 @@ MAX_STEPS = 128
 
 
 def provider(api, base_url):
-    config = {"id": "mock", "key": [API_KEY], "api_base": base_url, "model": MODEL}
-    if api == "openai-chat":
+    """The provider source AstrBot's ProviderManager loads for a provider entry of type `api`
+    (e2e.toml's flavours name AstrBot's own types, as data/cmd_config.json does)."""
+    config = {"id": "mock", "type": api, "key": [API_KEY], "api_base": base_url, "model": MODEL}
+    if api == "openai_chat_completion":
         from astrbot.core.provider.sources.openai_source import ProviderOpenAIOfficial
 
-        return ProviderOpenAIOfficial({**config, "type": "openai_chat_completion"}, {})
-    if api == "openai-responses":
+        return ProviderOpenAIOfficial(config, {})
+    if api == "openai_responses":
         from astrbot.core.provider.sources.openai_responses_source import ProviderOpenAIResponses
 
-        return ProviderOpenAIResponses({**config, "type": "openai_responses"}, {})
-    if api == "anthropic":
+        return ProviderOpenAIResponses(config, {})
+    if api == "anthropic_chat_completion":
         from astrbot.core.provider.sources.anthropic_source import ProviderAnthropic
 
-        return ProviderAnthropic({**config, "type": "anthropic_chat_completion"}, {})
-    if api == "gemini":
+        return ProviderAnthropic(config, {})
+    if api == "googlegenai_chat_completion":
         from astrbot.core.provider.sources.gemini_source import ProviderGoogleGenAI
 
-        return ProviderGoogleGenAI({**config, "type": "googlegenai_chat_completion"}, {})
+        return ProviderGoogleGenAI(config, {})
     raise ValueError(f"unknown api {api}")
 
 

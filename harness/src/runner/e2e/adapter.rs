@@ -1,5 +1,6 @@
 //! Runtime adapter files (`harness/runtimes/<name>/e2e.toml`, or any file `--adapter` names):
-//! install steps, the config template, the one-turn command and where its output keeps the
+//! install steps, the config template, the files and folders the runtime needs in the case's
+//! folder before it starts (`[prepare]`), the one-turn command and where its output keeps the
 //! delivered reply.
 
 use std::collections::BTreeMap;
@@ -31,6 +32,9 @@ pub struct Adapter {
     pub run: Run,
     pub flavour: Vec<Flavour>,
     pub config: ConfigTemplate,
+    /// Folders and files, beyond `[config].file`, made in the case's folder before every turn.
+    #[serde(default)]
+    pub prepare: Prepare,
     pub output: Output,
     /// How to run the runtime for a real user behind a chat channel (`e2e --via channel`).
     #[serde(default)]
@@ -88,6 +92,39 @@ pub struct ConfigTemplate {
     pub template: String,
 }
 
+/// What a runtime needs in the case's folder before it starts, beyond `[config].file`: a data
+/// folder laid out as its `init` command would, a marker file, a second config file. Paths are
+/// relative to the case's folder and stay inside it; files are written atomically, their parent
+/// folders made.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prepare {
+    /// Folders to make.
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    #[serde(default)]
+    pub files: Vec<PreparedFile>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreparedFile {
+    pub path: String,
+    /// Placeholders as in `[config].template` (JSON literals), and in `[channel.prepare]` also
+    /// those of `[channel].config`; empty (the default) for a marker file.
+    #[serde(default)]
+    pub template: String,
+}
+
+impl Prepare {
+    fn paths(&self) -> impl Iterator<Item = &str> {
+        self.dirs
+            .iter()
+            .map(String::as_str)
+            .chain(self.files.iter().map(|f| f.path.as_str()))
+    }
+}
+
 /// The fallback scenario: the primary model on one flavour, its fallback on another flavour
 /// (cross-provider) or as a second model of the primary's (same provider). Every config
 /// template also gets, as JSON literals, `${model}` (the primary's model id), `${fallback}`
@@ -134,9 +171,17 @@ pub struct Channel {
     pub kind: String,
     /// Replaces `run.command`; it runs until the turn is over and is then stopped.
     pub command: Vec<String>,
-    /// Replaces `${channel}` in `[config].template`; its own placeholders expand to JSON
-    /// literals: `${api_root}`, `${bot_token}`, `${user_id}`, `${gateway_port}`.
+    /// Replaces `${channel}` in `[config].template` (empty by default); its own placeholders
+    /// expand to JSON literals: `${api_root}` (the mock Bot API's root), `${bot_api_url}` and
+    /// `${bot_file_url}` (the Bot API's method and file URLs up to the token:
+    /// `<root>/bot`, `<root>/file/bot`), `${bot_token}`, `${user_id}` (a string),
+    /// `${user_number}` (the same id as a number, which also fits inside a string: a session id
+    /// such as `"telegram:FriendMessage:${user_number}"`), `${gateway_port}`.
+    #[serde(default)]
     pub config: String,
+    /// Made before the turn in this mode, after the adapter's own `[prepare]`.
+    #[serde(default)]
+    pub prepare: Prepare,
     /// Variables of `run.env` left out in this mode (a switch that turns channels off).
     #[serde(default)]
     pub env_remove: Vec<String>,
@@ -233,6 +278,17 @@ impl Adapter {
                 path.display()
             );
         }
+        let prepares =
+            std::iter::once(&adapter.prepare).chain(adapter.channel.as_ref().map(|c| &c.prepare));
+        for rel in prepares.flat_map(Prepare::paths) {
+            if !inside(rel) {
+                bail!(
+                    "adapter {}: [prepare] path {rel:?} must be relative to the case's folder and \
+                     stay inside it",
+                    path.display()
+                );
+            }
+        }
         if let Some(fb) = &adapter.fallback {
             let mock = |i: usize| adapter.flavour.get(i).map(|f| f.mock.as_str());
             match (mock(fb.primary), mock(fb.cross)) {
@@ -310,6 +366,16 @@ impl Adapter {
     }
 }
 
+/// A non-empty relative path with no `..`, `.` or root: one that stays below the folder it is
+/// joined to.
+fn inside(rel: &str) -> bool {
+    let path = Path::new(rel);
+    !rel.is_empty()
+        && path
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 /// Replaces every `${name}` in `template` with `vars[name]` (raw); unknown names are an error so
 /// a typo in an adapter fails loudly instead of reaching the runtime.
 pub fn expand(template: &str, vars: &BTreeMap<&str, String>) -> Result<String> {
@@ -374,6 +440,41 @@ mod tests {
         assert_eq!(expand("${case}/home", &vars).unwrap(), "/w/c1/home");
         assert!(expand("${cas}/home", &vars).is_err());
         assert!(expand("${case", &vars).is_err());
+    }
+
+    #[test]
+    fn prepared_paths_stay_in_the_case() {
+        for ok in ["data", "workspace/data/cmd_config.json", ".astrbot"] {
+            assert!(inside(ok), "{ok}");
+        }
+        for bad in ["", "/etc/passwd", "../x", "data/../../x", "./x"] {
+            assert!(!inside(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_adapter_with_a_prepared_path_outside_the_case_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("runtimes/astrbot/e2e.toml"),
+        )
+        .unwrap();
+        let path = dir.path().join("e2e.toml");
+        std::fs::write(&path, &text).unwrap();
+        assert!(
+            Adapter::load(&path)
+                .unwrap()
+                .channel
+                .unwrap()
+                .prepare
+                .files
+                .len()
+                > 1
+        );
+        text.push_str("\n[prepare]\ndirs = [\"../outside\"]\n");
+        std::fs::write(&path, &text).unwrap();
+        let err = Adapter::load(&path).unwrap_err();
+        assert!(format!("{err:#}").contains("\"../outside\""), "{err:#}");
     }
 
     #[test]

@@ -234,16 +234,23 @@ pub fn run(dir: &Path) -> Result<()> {
     } else {
         json!(["text"])
     };
+    let channel_vars: BTreeMap<&str, String> = match channel {
+        Some(_) => BTreeMap::from([
+            ("api_root", json!(mock_base).to_string()),
+            ("bot_api_url", json!(format!("{mock_base}/bot")).to_string()),
+            (
+                "bot_file_url",
+                json!(format!("{mock_base}/file/bot")).to_string(),
+            ),
+            ("bot_token", json!(telegram.token).to_string()),
+            ("user_id", json!(telegram.user_id.to_string()).to_string()),
+            ("user_number", telegram.user_id.to_string()),
+            ("gateway_port", free_port()?.to_string()),
+        ]),
+        None => BTreeMap::new(),
+    };
     let channel_config = match channel {
-        Some(c) => expand(
-            &c.config,
-            &BTreeMap::from([
-                ("api_root", json!(mock_base).to_string()),
-                ("bot_token", json!(telegram.token).to_string()),
-                ("user_id", json!(telegram.user_id.to_string()).to_string()),
-                ("gateway_port", free_port()?.to_string()),
-            ]),
-        )?,
+        Some(c) => expand(&c.config, &channel_vars)?,
         None => String::new(),
     };
     let fallback_base_url = pairing
@@ -288,6 +295,22 @@ pub fn run(dir: &Path) -> Result<()> {
         &config_path,
         expand(template.unwrap_or(&adapter.config.template), &json_vars)?.as_bytes(),
     )?;
+    json_vars.extend(channel_vars);
+    let prepares = std::iter::once(&adapter.prepare).chain(channel.map(|c| &c.prepare));
+    for prepare in prepares {
+        for sub in &prepare.dirs {
+            std::fs::create_dir_all(dir.join(sub))?;
+        }
+        for file in &prepare.files {
+            let path = dir.join(&file.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            let text = expand(&file.template, &json_vars)
+                .with_context(|| format!("[prepare] file {}", file.path))?;
+            write_atomic(&path, text.as_bytes())?;
+        }
+    }
 
     let command = expand_all(channel.map_or(&adapter.run.command, |c| &c.command), &vars)?;
     let (program, args) = command.split_first().context("empty run.command")?;
