@@ -38,6 +38,10 @@ pub struct Adapter {
     /// How to configure a model fallback (`e2e --scenario fallback`).
     #[serde(default)]
     pub fallback: Option<FallbackConfig>,
+    /// The runtime's own "send media to the user" tool, which the model's send-style calls
+    /// name (`hostile.rs`); without it they call a tool the runtime does not offer.
+    #[serde(default)]
+    pub send_tool: Option<SendTool>,
     /// The adapter file's folder (set on load).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -115,6 +119,16 @@ pub struct FallbackConfig {
     /// the file (raw), for a runtime that loads image paths its prompt names.
     #[serde(default)]
     pub prompt: Option<String>,
+}
+
+/// A runtime's send-media tool: its name as the model calls it, and its arguments as JSON
+/// templates naming a local file (`${path}`) or a URL (`${url}`), each a JSON string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendTool {
+    pub name: String,
+    pub path: String,
+    pub url: String,
 }
 
 /// The model id of the same-provider fallback (the primary's is `${model}`).
