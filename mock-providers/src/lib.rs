@@ -13,6 +13,7 @@
 // `tool_result_request` work without it. The scripted-answer half of `providers`, `script` and
 // `ids` (replies, request ids, stream framing) is only called by `server`, hence the allows.
 pub mod b64;
+pub mod canary;
 #[cfg(feature = "server")]
 pub mod capture;
 #[cfg(feature = "server")]

@@ -13,7 +13,8 @@
 //! non-JSON body is captured as its first 64 KiB (`body_text`).
 //!
 //! The mock Telegram Bot API (`channels/telegram.rs`) answers `/bot…` and `/file/bot…` when
-//! [`Config::telegram`] sets it up.
+//! [`Config::telegram`] sets it up; the canary route (`canary.rs`) answers `GET /canary/…` and
+//! captures each hit (`"canary": <marker>`).
 
 mod limits;
 mod transport;
@@ -79,6 +80,8 @@ enum Route {
     ListRequests,
     ClearRequests,
     SetScript,
+    /// The loopback canary route (`canary.rs`): any fetch of a URL the case named.
+    Canary,
 }
 
 fn route(request: &Request) -> Option<Route> {
@@ -89,6 +92,7 @@ fn route(request: &Request) -> Option<Route> {
         ("GET", "/__mock/requests") => Some(Route::ListRequests),
         ("DELETE", "/__mock/requests") => Some(Route::ClearRequests),
         ("POST", "/__mock/script") => Some(Route::SetScript),
+        ("GET" | "HEAD", _) if crate::canary::marker(path).is_some() => Some(Route::Canary),
         ("POST", "/v1/messages") => api(Provider::Anthropic),
         ("POST", "/v1/chat/completions") => api(Provider::OpenAiChat),
         ("POST", "/v1/responses") => api(Provider::OpenAiResponses),
@@ -293,6 +297,18 @@ impl State {
                     }
                     Err(e) => Answer::json(400, &json!({"error": format!("{e:#}")})),
                 }
+            }
+            Some(Route::Canary) => {
+                let marker = crate::canary::marker(request.url.path()).unwrap_or_default();
+                let mut r = record(
+                    None,
+                    None,
+                    request,
+                    &json!({"accepted": true, "status": 200}),
+                );
+                r["canary"] = json!(marker);
+                self.capture.record(r);
+                Answer::raw(200, crate::canary::png(marker), "image/png")
             }
             // Unknown routes are captured too: 404 with a JSON reason.
             None => {

@@ -7,12 +7,19 @@ mock's binary by ASTRBOT_MCP_STDIO_ALLOWED_COMMANDS, e2e.toml) and wrapped in `M
 of AstrBot's provider sources pointed at the mock through `api_base`: `ProviderOpenAIOfficial`
 (OpenAI Chat), `ProviderOpenAIResponses`, `ProviderAnthropic` or `ProviderGoogleGenAI` (Gemini).
 Hooks are the no-op `BaseAgentRunHooks` (MainAgentHooks only call plugin event hooks, which need a
-platform event). AstrBot's data folder is ASTRBOT_ROOT (e2e.toml: the case's folder)."""
+platform event). AstrBot's data folder is ASTRBOT_ROOT (e2e.toml: the case's folder).
+
+Besides the MCP tools the model gets AstrBot's built-in `send_message_to_user`
+(core/tools/message_tools.py), run by `FunctionToolExecutor` as the main agent runs it, with a
+stand-in for the platform it sends through: AstrBot's default config (no local computer use) and
+a `send_message` that readies each media component as AstrBot's Telegram adapter does
+(platform/sources/telegram/tg_event.py: `convert_to_file_path`, which downloads a URL)."""
 
 import asyncio
 import logging
 import os
 import sys
+from types import SimpleNamespace
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
@@ -29,10 +36,44 @@ from astrbot.core.agent.runners.tool_loop_agent_runner import ToolLoopAgentRunne
 from astrbot.core.agent.tool import ToolSet  # noqa: E402
 from astrbot.core.astr_agent_tool_exec import FunctionToolExecutor  # noqa: E402
 from astrbot.core.provider.entities import ProviderRequest  # noqa: E402
+from astrbot.core.tools.message_tools import SendMessageToUserTool  # noqa: E402
 
 # The default of the agent runner's settings (core/config/agent_runner.py `tool_call_timeout`).
 TOOL_CALL_TIMEOUT = 120
 MAX_STEPS = 128
+
+
+# The session the user's message came from (platform_id:message_type:session_id).
+SESSION = "telegram:FriendMessage:normfuzz-user"
+
+
+class Platform:
+    """AstrBot's `Context` as `send_message_to_user` reads it."""
+
+    def get_config(self, umo=None):
+        return {"provider_settings": {"computer_use_runtime": "none"}}
+
+    async def send_message(self, session, chain):
+        for component in chain.chain:
+            if hasattr(component, "convert_to_file_path"):
+                await component.convert_to_file_path()
+        return True
+
+
+class Event(SimpleNamespace):
+    """The user's message event, as far as the tool executor and the send tool read it."""
+
+    def __init__(self):
+        super().__init__(unified_msg_origin=SESSION, role="member", _has_send_oper=False, extras={})
+
+    def get_extra(self, key, default=None):
+        return self.extras.get(key, default)
+
+    def set_extra(self, key, value):
+        self.extras[key] = value
+
+    def get_result(self):
+        return None
 
 
 def provider(api, base_url):
@@ -65,12 +106,15 @@ async def main():
     await client.connect_to_server(server, "mock")
     try:
         await client.list_tools_and_save()
-        tools = ToolSet([MCPTool(tool, client, "mock") for tool in client.tools])
+        tools = ToolSet([*(MCPTool(tool, client, "mock") for tool in client.tools), SendMessageToUserTool()])
         runner = ToolLoopAgentRunner()
         await runner.reset(
             provider=provider(config["api"], config["baseUrl"]),
             request=ProviderRequest(prompt=config["prompt"], func_tool=tools),
-            run_context=ContextWrapper(context=None, tool_call_timeout=TOOL_CALL_TIMEOUT),
+            run_context=ContextWrapper(
+                context=SimpleNamespace(context=Platform(), event=Event(), extra={}),
+                tool_call_timeout=TOOL_CALL_TIMEOUT,
+            ),
             tool_executor=FunctionToolExecutor(),
             agent_hooks=BaseAgentRunHooks(),
         )

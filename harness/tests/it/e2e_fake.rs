@@ -511,3 +511,122 @@ fn a_fallback_that_strips_passes_and_one_that_forwards_and_replays_is_caught() {
             .contains("--scenario fallback")
     );
 }
+
+/// The model's hostile moves (issue 25): send-style calls naming a canary outside the roots and
+/// loopback URLs of the canary route, hostile call ids, names and arguments. The good fake
+/// refuses the sends and passes; the bad one fetches and delivers them: each fetch is S3 on the
+/// model layer with the field that named the URL, each delivery S3 where it was delivered.
+#[test]
+fn a_runtime_that_fetches_or_sends_what_the_model_names_is_caught_and_traced() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let hostile = [
+        "model-send-canary-path",
+        "model-send-loopback-url",
+        "model-send-private-urls",
+        "model-call-id-traversal-duplicate",
+        "model-call-id-control-chars",
+        "model-tool-name-traversal",
+        "model-tool-arguments-traversal",
+    ];
+    let run = |mode: &str, via: &str, cases: &[&str]| {
+        let mut args = vec!["--jobs", "2", "--via", via];
+        for case in cases {
+            args.extend(["--case", case]);
+        }
+        let report = dir.path().join(format!("report-hostile-{mode}-{via}"));
+        run_e2e(dir.path(), &adapter(dir.path(), mode), &report, &args, None)
+    };
+    let (code, good) = run("good", "payload", &hostile);
+    assert_eq!((code, good["errors"].as_u64()), (0, Some(0)), "{good:#}");
+    assert_eq!(found(&good), [], "{good:#}");
+    assert_eq!(good["cases"].as_array().unwrap().len(), hostile.len());
+
+    let (code, bad) = run("bad", "payload", &hostile[..4]);
+    assert_eq!((code, bad["errors"].as_u64()), (1, Some(0)), "{bad:#}");
+    let bad_found = found(&bad);
+    for (case, rule, layer) in [
+        ("model-send-canary-path", "S3", "payload"),
+        ("model-send-loopback-url", "S3", "model"),
+        ("model-send-loopback-url", "S3", "payload"),
+        ("model-send-private-urls", "S3", "model"),
+        ("model-send-private-urls", "S3", "payload"),
+    ] {
+        assert!(
+            has(&bad_found, case, rule, layer),
+            "{case} {rule} {layer} missing from {bad_found:?}"
+        );
+    }
+    // The fetch is traced to the send call's URL, and the finding's class is bug.
+    let stored: Value =
+        serde_json::from_slice(
+            &std::fs::read(dir.path().join(
+                "report-hostile-bad-payload/findings/model-send-loopback-url--S3--model.json",
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+    assert_eq!(stored["evidence"]["field"], "send", "{stored:#}");
+    assert!(
+        stored["evidence"]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("http://127.0.0.1:"),
+        "{stored:#}"
+    );
+    // The bad fake names its cached tool image after the call id, `../../../../escaped-<marker>`:
+    // the file lands beside the case folders (in the overlay, not on the disk), S5, traced.
+    if bad["isolation"] != "none" {
+        let stored: Value = serde_json::from_slice(
+            &std::fs::read(dir.path().join(
+                "report-hostile-bad-payload/findings/model-call-id-traversal-duplicate--S5--model.json",
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let escaped: Vec<&Value> = stored["evidence"]["writes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|w| w["path"].as_str().unwrap().contains("/escaped-nfz"))
+            .collect();
+        assert_eq!(escaped.len(), 1, "{stored:#}");
+        assert_eq!(escaped[0]["namedBy"], "model's tool-call id", "{stored:#}");
+        assert!(escaped[0]["headBase64"] == true && escaped[0]["size"].as_u64() > Some(0));
+        let path = escaped[0]["path"].as_str().unwrap();
+        assert!(!Path::new(path).exists(), "{path} reached the disk");
+    }
+    let class = bad["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["case"] == "model-send-loopback-url" && f["layer"] == "model")
+        .map(|f| f["class"].clone());
+    assert_eq!(class, Some(json!("bug")));
+
+    // Through a channel: the fetched canary's bytes arrive as an upload, traced to the URL.
+    let (code, channel) = run("bad", "channel", &hostile[..2]);
+    assert_eq!(
+        (code, channel["errors"].as_u64()),
+        (1, Some(0)),
+        "{channel:#}"
+    );
+    let channel_found = found(&channel);
+    assert!(
+        has(&channel_found, "model-send-loopback-url", "S3", "delivered"),
+        "{channel_found:?}"
+    );
+    if channel["isolation"] != "none" {
+        assert!(
+            has(&channel_found, "model-send-canary-path", "S3", "delivered"),
+            "{channel_found:?}"
+        );
+    }
+    let stored: Value = serde_json::from_slice(
+        &std::fs::read(dir.path().join(
+            "report-hostile-bad-channel/findings/model-send-loopback-url--S3--delivered.json",
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(stored["evidence"]["field"], "send", "{stored:#}");
+}

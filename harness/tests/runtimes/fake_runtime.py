@@ -6,7 +6,9 @@ server, asks the model (OpenAI Chat Completions, not streamed), runs the tool ca
 tool result back and prints the delivered reply as JSON. FAKE_MODE=good follows the rules;
 FAKE_MODE=bad has the bugs the e2e judge must find: one malformed block fails the whole tool
 result (F5), tool text is forwarded raw (S1), every MEDIA: line of the reply is delivered as
-media whatever its target (S3) and it writes outside its folders (S5: `save_images`). FAKE_MODE=killed dies by SIGKILL mid-turn, after the model's
+media whatever its target (S3), its send tool (`send_media`) fetches and delivers any URL or
+file the model names (S3; good refuses all but workspace files), and it writes outside its folders
+(S5: `save_images`). FAKE_MODE=killed dies by SIGKILL mid-turn, after the model's
 first answer (an out-of-memory kill, say): the run must go on and report it.
 
 With `--channel` it serves a Telegram bot instead (`e2e --via channel`): it long-polls the Bot API
@@ -80,10 +82,11 @@ def project(result):
 def save_images(call_id, images):
     """Caches the tool's images by tool-call id, as AstrBot's tool-image cache does (S5). bad: the
     model's id is used as it came (a `../` in it leaves the cache) and a session log goes to
-    /var/tmp, outside every folder of the runtime; good: the id keeps [A-Za-z0-9_-] only."""
+    /var/tmp, outside every folder of the runtime; good: the id keeps [A-Za-z0-9_-] only, at most
+    100 of them (a file name stops at 255 bytes)."""
     cache = os.path.join(os.environ["HOME"], ".fake", "tool_images")
     os.makedirs(cache, exist_ok=True)
-    name = call_id if MODE == "bad" else re.sub(r"[^A-Za-z0-9_-]", "_", call_id)
+    name = call_id if MODE == "bad" else re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:100]
     for i, data in enumerate(images):
         with open(os.path.join(cache, f"{name}_{i}.png"), "wb") as f:
             f.write(base64.b64decode(data))
@@ -92,27 +95,63 @@ def save_images(call_id, images):
             f.write(f"tool images: {len(images)}\n")
 
 
+def send_media(config, arguments):
+    """The send tool: (answer for the model, [(name, bytes)] to deliver). good refuses every target
+    outside the working folder and every URL that is not https; bad fetches or reads what it is
+    told to."""
+    target = arguments.get("path") or arguments.get("url") or ""
+    local = target[len("file://"):] if target.startswith("file://") else target
+    remote = re.match(r"^[a-z]+://", target) and not target.startswith("file://")
+    if MODE == "good":
+        inside = not remote and os.path.realpath(local).startswith(os.getcwd() + os.sep)
+        if not inside:
+            return f"refused: {target!r} is not a file in the workspace", []
+    try:
+        if remote:
+            with urllib.request.urlopen(target, timeout=5) as r:
+                data = r.read()
+        else:
+            data = open(local, "rb").read()
+    except Exception as e:
+        return f"error: {e}", []
+    return "sent", [(os.path.basename(local) or "media.png", data, target)]
+
+
 def turn(config, prompt):
-    """The reply text of one agent turn."""
+    """The reply text of one agent turn, and what the send tool delivered."""
     provider = config["provider"]
     url = provider["baseUrl"] + "/chat/completions"
     messages = [{"role": "user", "content": prompt}]
-    tools = [{"type": "function", "function": {"name": config["tool"], "parameters": {"type": "object"}}}]
-    first = post(url, {"model": "m", "messages": messages, "tools": tools})
-    call = first["choices"][0]["message"]["tool_calls"][0]
+    tools = [{"type": "function", "function": {"name": name, "parameters": {"type": "object"}}}
+             for name in (config["tool"], config["sendTool"])]
+    answer = post(url, {"model": "m", "messages": messages, "tools": tools})["choices"][0]["message"]
     if MODE == "killed":
         os.kill(os.getpid(), 9)
-    texts, images = project(call_tool(config["mcp"], config["mcpTool"]))
-    save_images(call["id"], images)
-    messages.append(first["choices"][0]["message"])
-    if images and "image" not in provider["input"]:
-        if MODE == "good":
-            texts.append(f"[{len(images)} image(s) omitted: the model does not support images]")
-        images = []
-    messages.append({"role": "tool", "tool_call_id": call["id"], "content": "\n".join(texts) or "(empty)"})
-    if images:
-        messages.append({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + d}} for d in images]})
-    return post(url, {"model": "m", "messages": messages, "tools": tools})["choices"][0]["message"]["content"] or ""
+    sent = []
+    while answer.get("tool_calls"):
+        messages.append(answer)
+        follow = []
+        for call in answer["tool_calls"]:
+            name = call["function"]["name"]
+            if name == config["tool"]:
+                texts, images = project(call_tool(config["mcp"], config["mcpTool"]))
+                save_images(call["id"], images)
+                if images and "image" not in provider["input"]:
+                    if MODE == "good":
+                        texts.append(f"[{len(images)} image(s) omitted: the model does not support images]")
+                    images = []
+                content = "\n".join(texts) or "(empty)"
+                if images:
+                    follow.append({"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64," + d}} for d in images]})
+            elif name == config["sendTool"]:
+                content, delivered = send_media(config, json.loads(call["function"]["arguments"] or "{}"))
+                sent.extend(delivered)
+            else:
+                content = f"error: no tool {name!r}"
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        messages.extend(follow)
+        answer = post(url, {"model": "m", "messages": messages, "tools": tools})["choices"][0]["message"]
+    return answer["content"] or "", sent
 
 
 def split_reply(reply):
@@ -151,7 +190,7 @@ def serve_channel(config):
             offset = update["update_id"] + 1
             prompt = update.get("message", {}).get("text")
     chat = config["channel"]["userId"]
-    reply = turn(config, prompt)
+    reply, sent_media = turn(config, prompt)
     kept, media = split_reply(reply)
     text = reply.strip() if MODE == "bad" else "\n".join(kept).strip()
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
@@ -168,6 +207,8 @@ def serve_channel(config):
         for _ in range(2 if MODE == "bad" and not sent else 1):
             telegram(config, "sendPhoto", {"chat_id": chat, "photo": "attach://f"}, {"f": (os.path.basename(path), data)})
         sent.add(path)
+    for name, data, _ in sent_media:
+        telegram(config, "sendPhoto", {"chat_id": chat, "photo": "attach://f"}, {"f": (name, data)})
     while True:
         telegram(config, "getUpdates", {"timeout": 1, "offset": offset})
         time.sleep(0.5)
@@ -178,8 +219,10 @@ def main():
     if "--channel" in sys.argv:
         serve_channel(config)
         return
-    kept, media = split_reply(turn(config, config["prompt"]))
-    print(json.dumps({"payloads": [{"text": "\n".join(kept).strip(), "mediaUrls": media if MODE == "bad" else []}]}))
+    reply, sent = turn(config, config["prompt"])
+    kept, media = split_reply(reply)
+    media = media if MODE == "bad" else []
+    print(json.dumps({"payloads": [{"text": "\n".join(kept).strip(), "mediaUrls": media + [t for _, _, t in sent]}]}))
 
 
 if __name__ == "__main__":

@@ -245,6 +245,22 @@ async fn a_script_drives_a_tool_round_trip_set_over_the_admin_endpoint() {
         unknown.json::<Value>().await.unwrap()["error"],
         "mock-providers: no route for GET /v2/nothing"
     );
+    // The canary route answers a PNG carrying its marker and captures the hit.
+    let canary = client
+        .get(format!("{}/canary/nfzmarkersend.png", server.uri()))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(canary.status(), 200);
+    let bytes = canary.bytes().await.unwrap();
+    assert_eq!(bytes.as_ref(), mock_providers::canary::png("nfzmarkersend"));
+    let hits: Vec<Value> = server
+        .requests()
+        .into_iter()
+        .filter(|r| r["canary"] == "nfzmarkersend")
+        .collect();
+    assert_eq!(hits.len(), 1, "{:?}", server.requests());
+    assert_eq!(hits[0]["path"], "/canary/nfzmarkersend.png");
 }
 
 /// Adversarial text: a `MEDIA:` line split across events and a non-BMP character split between its

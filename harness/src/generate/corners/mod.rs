@@ -16,7 +16,10 @@
 //! - [`nesting`]: arrays and objects nested 1 to [`nesting::MAX_NESTING`] deep in every place a
 //!   block can stand.
 //! - [`limits`]: every size limit at limit − 1, limit and limit + 1.
+//! - [`calls`]: the model's tool calls in an end-to-end turn: hostile ids, names, arguments
+//!   and send-style calls naming canaries and refused URLs, each value marked by its field.
 
+pub mod calls;
 pub mod limits;
 pub mod nesting;
 pub mod text;

@@ -45,6 +45,10 @@ pub struct Adapter {
     /// Where the runtime's own folders lie in a case, for S5 (the profile says which it has).
     #[serde(default)]
     pub folders: Folders,
+    /// The runtime's own "send media to the user" tool, which the model's send-style calls
+    /// name (`hostile.rs`); without it they call a tool the runtime does not offer.
+    #[serde(default)]
+    pub send_tool: Option<SendTool>,
     /// The adapter file's folder (set on load).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -157,6 +161,16 @@ pub struct FallbackConfig {
     pub prompt: Option<String>,
 }
 
+/// A runtime's send-media tool: its name as the model calls it, and its arguments as JSON
+/// templates naming a local file (`${path}`) or a URL (`${url}`), each a JSON string.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendTool {
+    pub name: String,
+    pub path: String,
+    pub url: String,
+}
+
 /// The model id of the same-provider fallback (the primary's is `${model}`).
 pub const FALLBACK_MODEL: &str = "mock-model-b";
 /// The model id every adapter's primary uses.
@@ -196,20 +210,25 @@ pub struct Channel {
 
 /// The case paths of the profile's folder names (`${state}`, `${workspace}`, `${tmp}`,
 /// `${home}`, `${cache}`): a profile entry is one of them, optionally followed by a subpath.
-/// `workspace` (the turn's working folder), `tmp` (its `TMPDIR` and `/tmp`), `home` and `cache`
-/// (the install) are fixed; `state` is where the adapter points the runtime's state.
+/// `workspace` (the turn's working folder), `home` and `cache` (the install) are fixed; `state`
+/// is where the adapter points the runtime's state, `tmp` its own part of the temp folder.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Folders {
     /// The runtime's state folder (placeholders `${case}`, `${cache}`).
     #[serde(default = "default_state")]
     pub state: String,
+    /// Its temp folder: the case's `tmp` (its `TMPDIR`, bound over `/tmp`), or the subfolder
+    /// the runtime keeps to, so that a write elsewhere in `/tmp` is outside.
+    #[serde(default = "default_tmp")]
+    pub tmp: String,
 }
 
 impl Default for Folders {
     fn default() -> Folders {
         Folders {
             state: default_state(),
+            tmp: default_tmp(),
         }
     }
 }
@@ -217,6 +236,10 @@ impl Default for Folders {
 /// Most runtimes keep their state under the user's home unless told otherwise.
 fn default_state() -> String {
     "${case}/home".into()
+}
+
+fn default_tmp() -> String {
+    "${case}/tmp".into()
 }
 
 fn default_quiet_ms() -> u64 {
@@ -334,7 +357,8 @@ impl Adapter {
         ]);
         let mut vars = case_var.clone();
         vars.insert("state", expand(&self.folders.state, &case_var)?);
-        for sub in ["workspace", "tmp", "home"] {
+        vars.insert("tmp", expand(&self.folders.tmp, &case_var)?);
+        for sub in ["workspace", "home"] {
             vars.insert(sub, case.join(sub).display().to_string());
         }
         profile

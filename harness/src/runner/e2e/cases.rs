@@ -2,6 +2,10 @@
 //! scenarios come first (the bugs indexed in `corpus/seeds/`), then cases drawn from the conform
 //! generators, so ids stay stable for a given seed and count.
 //!
+//! A case also says what the model does besides its reply (issue 25): the tool calls of its
+//! scripted turns, hostile ids, names, arguments and send-style calls among them
+//! (`generate::corners::calls`, `hostile.rs`).
+//!
 //! The `fallback` scenario (issue 26; spec: the end-to-end form of R, P4) drives a model
 //! fallback instead: the primary model fails at a chosen point with a chosen status, the
 //! runtime moves to a model of another API (or another model of the same API), and each image
@@ -12,6 +16,9 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::hostile::{Call, Field, Target, Tool, marker};
+use crate::generate::corners::calls::{self as corner_calls, IDS, NAMES, PATHS, URLS};
+use crate::generate::corners::{TAPE_LEN, Tape};
 use crate::generate::sample_images::{solid_png, tiny_base64};
 use crate::protocol::Op;
 use crate::reference::image::ImageFormat;
@@ -32,6 +39,31 @@ pub struct E2eCase {
     /// A fallback case: the primary fails and the runtime moves to its fallback model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fallback: Option<Fallback>,
+    /// The model's tool calls, one scripted turn each, before its reply; empty for today's
+    /// one plain call of the MCP tool ([`Call::plain`]), so such cases serialize as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<Call>,
+}
+
+impl E2eCase {
+    /// The model's tool calls, in order (the first always calls the MCP tool).
+    pub fn tool_calls(&self) -> Vec<Call> {
+        if self.calls.is_empty() {
+            vec![Call::plain()]
+        } else {
+            self.calls.clone()
+        }
+    }
+
+    /// Sets the model's calls; today's single plain call is stored as none.
+    fn with_calls(mut self, calls: Vec<Call>) -> E2eCase {
+        self.calls = if calls == [Call::plain()] {
+            Vec::new()
+        } else {
+            calls
+        };
+        self
+    }
 }
 
 /// Which cases `normfuzz e2e` runs.
@@ -187,6 +219,7 @@ fn case(
         result,
         reply: reply.iter().map(|s| s.to_string()).collect(),
         fallback: None,
+        calls: Vec::new(),
     }
 }
 
@@ -301,6 +334,126 @@ pub fn seeds() -> Vec<E2eCase> {
             &["See:\nMEDIA:./out/chart.png\n", "MEDIA:out/chart.png\n"],
         ),
     ]
+    .into_iter()
+    .chain(hostile_seeds())
+    .collect()
+}
+
+/// A seed whose model makes `calls` (given the case's markers) and then says [`DONE`].
+fn hostile_seed(
+    id: &str,
+    about: &str,
+    flavour: usize,
+    calls: impl Fn(&dyn Fn(Field) -> String) -> Vec<Call>,
+) -> E2eCase {
+    // The image makes a runtime that caches tool images by call id (AstrBot) write a file.
+    let png = tiny_base64(ImageFormat::Png);
+    let result = json!({"content": [{"type": "text", "text": "Report ready."},
+                                    {"type": "image", "data": png, "mimeType": "image/png"}]});
+    let calls = calls(&|field| marker(id, field));
+    case(id, about, flavour, true, result, &[DONE]).with_calls(calls)
+}
+
+/// The hostile-model seeds (issue 25), most telling first: each value holds its field's marker
+/// (`{m}` in the tables of `generate::corners::calls`).
+fn hostile_seeds() -> Vec<E2eCase> {
+    let fill = |entry: &str, m: &dyn Fn(Field) -> String, field| entry.replace("{m}", &m(field));
+    let send = |target| Call {
+        id: None,
+        tool: Tool::Send { target },
+    };
+    let mcp_with_id = |id: String| Call {
+        id: Some(id),
+        ..Call::plain()
+    };
+    vec![
+        hostile_seed(
+            "model-send-canary-path",
+            "the model asks the runtime's send tool to deliver /tmp/normfuzz-send-<marker>/secret.png, \
+             a canary outside every media root: its bytes must reach no one (S3)",
+            0,
+            |m| {
+                let path = fill(PATHS[0], m, Field::Send);
+                vec![Call::plain(), send(Target::Path(path))]
+            },
+        ),
+        hostile_seed(
+            "model-send-loopback-url",
+            "the model asks the runtime's send tool to deliver http://127.0.0.1:<port>/canary/..., \
+             a loopback non-https URL: the canary route must see no fetch (S3)",
+            1,
+            |m| {
+                vec![
+                    Call::plain(),
+                    send(Target::Url(fill(URLS[0], m, Field::Send))),
+                ]
+            },
+        ),
+        hostile_seed(
+            "model-send-private-urls",
+            "the model sends the instance-metadata address, a decimal-spelled loopback address and \
+             localhost as media, one call each: none may be fetched or delivered (S3)",
+            0,
+            |m| {
+                let mut calls = vec![Call::plain()];
+                for entry in [URLS[5], URLS[2], URLS[1]] {
+                    calls.push(send(Target::Url(fill(entry, m, Field::Send))));
+                }
+                calls
+            },
+        ),
+        hostile_seed(
+            "model-call-id-traversal-duplicate",
+            "two calls of the tool under one id, ../../../../escaped-<marker>: no file may be made \
+             from it outside the runtime's folders (S5), and the duplicate must not break the turn",
+            1,
+            |m| {
+                let id = fill(IDS[1], m, Field::Id);
+                vec![mcp_with_id(id.clone()), mcp_with_id(id)]
+            },
+        ),
+        hostile_seed(
+            "model-call-id-control-chars",
+            "a call id with NUL, CR/LF, an escape sequence and a right-to-left override, then one of \
+             4 KiB (S5, B1)",
+            0,
+            |m| {
+                let long = format!("{}-{}", m(Field::Id), "x".repeat(4096));
+                vec![mcp_with_id(fill(IDS[3], m, Field::Id)), mcp_with_id(long)]
+            },
+        ),
+        hostile_seed(
+            "model-tool-name-traversal",
+            "after the tool, the model calls ../../escaped-<marker>, a tool that does not exist, with \
+             a path in its arguments: an error for the model, no file (S5)",
+            1,
+            |m| {
+                let named = Call {
+                    id: None,
+                    tool: Tool::Named {
+                        name: fill(NAMES[1], m, Field::Name),
+                        arguments: json!({"path": format!("../../../../tmp/escaped-{}", m(Field::Arguments))}),
+                    },
+                };
+                vec![Call::plain(), named]
+            },
+        ),
+        hostile_seed(
+            "model-tool-arguments-traversal",
+            "the tool's arguments name ../../../../tmp/escaped-<marker> and carry prototype keys (S5)",
+            0,
+            |m| {
+                let a = m(Field::Arguments);
+                vec![Call {
+                    id: None,
+                    tool: Tool::Mcp {
+                        arguments: json!({"name": format!("../../../../tmp/escaped-{a}"),
+                            "__proto__": {format!("polluted_{a}"): true}}),
+                    },
+                }]
+            },
+        ),
+    ]
 }
 
 fn fallback_case(id: &str, about: &str, fallback: Fallback) -> E2eCase {
@@ -312,6 +465,7 @@ fn fallback_case(id: &str, about: &str, fallback: Fallback) -> E2eCase {
         result: fallback_results(&fallback).swap_remove(0),
         reply: vec!["Done: the fallback model answered.".into()],
         fallback: Some(fallback),
+        calls: Vec::new(),
     }
 }
 
@@ -441,25 +595,38 @@ pub fn plan_fallback(count: usize, seed: u64) -> Vec<E2eCase> {
 /// The first `count` cases: seeds, then generated ones (`seed` picks them).
 pub fn plan(count: usize, seed: u64) -> Vec<E2eCase> {
     let mut cases: Vec<E2eCase> = seeds().into_iter().take(count).collect();
+    // The model's calls come from a runner of their own, so the results and replies drawn for
+    // a seed stay what they were before calls were drawn.
+    let mut calls_runner = runner(seed, b"e2e-call");
     let mut runner = runner(seed, b"e2e-gen!");
     let result = crate::generate::cases::op_input(Op::CoerceToolResult);
     let reply = (crate::generate::cases::reply_text(), 1usize..4);
+    let tape = proptest::collection::vec(proptest::prelude::any::<u16>(), TAPE_LEN);
     let mut n = 0;
     while cases.len() < count {
         let (Ok(result), Ok(reply)) = (result.new_tree(&mut runner), reply.new_tree(&mut runner))
         else {
             break;
         };
+        let Ok(tape) = tape.new_tree(&mut calls_runner) else {
+            break;
+        };
         let (text, pieces) = reply.current();
-        cases.push(E2eCase {
-            id: format!("gen-{seed}-{n}"),
-            about: "generated by the conform generators (coerce_tool_result, parse_reply)".into(),
+        let id = format!("gen-{seed}-{n}");
+        let calls = corner_calls::calls(&mut Tape::new(&tape.current()), &|f| marker(&id, f));
+        let case = E2eCase {
+            id,
+            about: "generated by the conform generators (coerce_tool_result, parse_reply) and the \
+                    model's calls (corners::calls)"
+                .into(),
             flavour: n,
             image_input: n % 3 != 2,
             result: result.current(),
             reply: split(&text, pieces),
             fallback: None,
-        });
+            calls: Vec::new(),
+        };
+        cases.push(case.with_calls(calls));
         n += 1;
     }
     cases
@@ -483,14 +650,14 @@ mod tests {
 
     #[test]
     fn plans_are_stable_and_seeds_come_first() {
-        let a = plan(14, 7);
-        assert_eq!(a, plan(14, 7));
-        assert_eq!(a.len(), 14);
-        assert_eq!(a[0].id, "seed001-image-without-data");
         let seeds = seeds().len();
+        let a = plan(seeds + 3, 7);
+        assert_eq!(a, plan(seeds + 3, 7));
+        assert_eq!(a.len(), seeds + 3);
+        assert_eq!(a[0].id, "seed001-image-without-data");
         assert!(a[seeds].id.starts_with("gen-7-"));
         assert!(!a[seeds - 1].id.starts_with("gen-"));
-        assert_ne!(a[seeds].result, plan(14, 8)[seeds].result);
+        assert_ne!(a[seeds].result, plan(seeds + 3, 8)[seeds].result);
         let ids: std::collections::HashSet<_> = a.iter().map(|c| &c.id).collect();
         assert_eq!(ids.len(), a.len(), "ids are unique");
     }
@@ -527,6 +694,68 @@ mod tests {
             assert!(crate::oracle::image::is_valid_input_image(&block));
         }
         assert_eq!(plan_for(Scenario::ToolResult, 3, 5), plan(3, 5));
+    }
+
+    #[test]
+    fn model_calls_serialize_only_when_not_todays_and_carry_their_cases_markers() {
+        let all = plan(seeds().len() + 40, 1);
+        // The seeds before the hostile ones serialize as they did before calls existed.
+        let plain = serde_json::to_value(&all[0]).unwrap();
+        assert!(plain.get("calls").is_none(), "{plain}");
+        assert_eq!(all[0].tool_calls(), [Call::plain()]);
+        let mut hostile = 0;
+        for case in &all {
+            let text = serde_json::to_string(&case.calls).unwrap();
+            if case.calls.is_empty() {
+                continue;
+            }
+            hostile += 1;
+            assert!(
+                matches!(case.calls[0].tool, Tool::Mcp { .. }),
+                "{}",
+                case.id
+            );
+            assert!(
+                crate::runner::e2e::hostile::trace(&text, &case.id).is_some(),
+                "{}: {text}",
+                case.id
+            );
+        }
+        // Generated cases draw calls too, and some keep today's.
+        let generated = &all[seeds().len()..];
+        assert!(generated.iter().any(|c| !c.calls.is_empty()));
+        assert!(generated.iter().any(|c| c.calls.is_empty()));
+        assert!(hostile >= hostile_seeds().len());
+        // Drawing calls left the generated results and replies as they were.
+        let ids = |c: &E2eCase| (c.result.clone(), c.reply.clone());
+        assert_ne!(ids(&generated[0]), ids(&generated[1]));
+    }
+
+    /// S5 from generated cases, not only from a seed: within a few dozen of them the model's
+    /// tool-call id is a path (`../`, absolute) while the result holds a valid image (what a runtime
+    /// caching tool images by call id, such as AstrBot, writes to a file).
+    #[test]
+    fn generated_cases_pair_a_traversal_call_id_with_a_valid_image() {
+        let seeds = seeds().len();
+        for seed in [1, 3, 7] {
+            let plan = plan(seeds + 50, seed);
+            let reached = plan[seeds..].iter().any(|c| {
+                let climbs = c.tool_calls().iter().any(|call| {
+                    matches!(call.tool, Tool::Mcp { .. })
+                        && call
+                            .id
+                            .as_deref()
+                            .is_some_and(|id| id.starts_with("../") || id.starts_with('/'))
+                });
+                let image = c.result["content"].as_array().is_some_and(|blocks| {
+                    blocks
+                        .iter()
+                        .any(crate::oracle::image::is_valid_input_image)
+                });
+                climbs && image
+            });
+            assert!(reached, "seed {seed}");
+        }
     }
 
     #[test]

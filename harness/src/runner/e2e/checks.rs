@@ -11,6 +11,7 @@
 
 pub mod channel;
 pub mod fallback;
+pub mod hostile;
 mod view;
 pub mod writes;
 

@@ -78,8 +78,7 @@ impl<'a> Pairing<'a> {
     /// replies. Its tool call comes in both modes: a runtime that told it the tool ran still
     /// runs it (the model's choice, allowed by P4), one that did not has a replay to answer for.
     pub fn script(&self, adapter: &Adapter, case: &E2eCase, fallback: &Fallback) -> Value {
-        let call =
-            json!({"tool_call": {"name": adapter.model_tool, "arguments": {"name": "report"}}});
+        let call = super::hostile::plain_step(adapter);
         let primary_turns = match fallback.fail_at {
             FailAt::BeforeTool => vec![],
             FailAt::AfterTool => vec![call.clone()],

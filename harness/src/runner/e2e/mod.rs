@@ -9,6 +9,7 @@ pub mod cases;
 pub mod checks;
 pub mod driver;
 pub mod fallback;
+pub mod hostile;
 pub mod install;
 pub mod one_turn;
 pub mod plant;

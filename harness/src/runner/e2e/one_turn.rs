@@ -19,6 +19,7 @@ use super::adapter::{Adapter, expand, expand_all};
 use super::cases::E2eCase;
 use super::checks::Layer;
 use super::fallback::{self, Pairing};
+use super::hostile;
 use super::plant::{PLANTED, plant};
 use super::writes;
 use crate::fs::write_atomic;
@@ -152,22 +153,20 @@ pub fn run(dir: &Path) -> Result<()> {
         message: adapter.prompt.clone(),
         ..Default::default()
     };
-    let script = match (&pairing, &case.fallback) {
-        (Some(p), Some(fb)) => p.script(&adapter, case, fb),
-        _ => json!([
-            {"tool_call": {"name": adapter.model_tool, "arguments": {"name": "report"}}},
-            {"chunks": case.reply},
-        ]),
-    };
-    let script = mock_providers::Script::from_json(&script)?;
     let runtime = tokio::runtime::Runtime::new()?;
     let mocks = runtime.block_on(MockProviders::start(Config {
-        script,
         capture: Some(dir.join(REQUESTS)),
         telegram: channel.map(|_| telegram.clone()),
         ..Config::default()
     }))?;
     let mock_base = mocks.uri();
+    // The case's URLs name the mocks' canary route: the script is made once their port is known.
+    let port = mocks.address().port();
+    let script = match (&pairing, &case.fallback) {
+        (Some(p), Some(fb)) => p.script(&adapter, case, fb),
+        _ => hostile::script(&adapter, case, port)?,
+    };
+    mocks.set_script(mock_providers::Script::from_json(&script)?);
 
     write_atomic(&dir.join(RESULT), format!("{:#}\n", case.result).as_bytes())?;
     let mut mcp_args = vec![
@@ -226,7 +225,8 @@ pub fn run(dir: &Path) -> Result<()> {
         ("adapter", adapter.dir.display().to_string()),
     ]);
     let roots = expand_all(&adapter.run.media_roots, &vars)?;
-    let planted = plant(case, dir, private_tmp, &roots)?;
+    let mut planted = plant(case, dir, private_tmp, &roots)?;
+    planted.extend(hostile::url_plants(case, port)?);
     write_atomic(&dir.join(PLANTED), &serde_json::to_vec_pretty(&planted)?)?;
     let base_url = expand(&flavour.base_url, &vars)?;
     let input = if case.image_input {

@@ -15,6 +15,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::cases::E2eCase;
+use super::hostile::{Field, Target, Tool, trace};
 use crate::generate::sample_images::tiny;
 use crate::oracle::directive::{directive_lines, lines};
 use crate::oracle::path::{has_scheme, local_problem};
@@ -42,10 +43,14 @@ pub struct Planted {
     /// Named by the final reply (trusted: an image inside the roots must be delivered), not only
     /// by the tool's untrusted text.
     pub from_reply: bool,
+    /// Named by a field of the model's tool calls (a send-style call's path or URL): the
+    /// field whose marker it holds (`hostile::trace`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field: Option<Field>,
 }
 
 /// The local targets of the directives in a case's reply and in its tool result's strings, each
-/// with whether the reply names it.
+/// with whether the reply names it, then the paths the model's send-style calls name.
 pub fn named_paths(case: &E2eCase) -> Vec<(String, bool)> {
     let mut texts = vec![case.reply.concat()];
     strings(&case.result, &mut texts);
@@ -65,6 +70,15 @@ pub fn named_paths(case: &E2eCase) -> Vec<(String, bool)> {
             if local && !out.iter().any(|(t, _)| t == target) {
                 out.push((target.to_string(), i == 0));
             }
+        }
+    }
+    for call in case.tool_calls() {
+        if let Tool::Send {
+            target: Target::Path(path),
+        } = call.tool
+            && !out.iter().any(|(t, _)| *t == path)
+        {
+            out.push((path, false));
         }
     }
     out
@@ -131,12 +145,16 @@ pub fn plant(
                 .ok()
                 .map(|bytes| fingerprint(&named, &absolute, &bytes, None, inside_roots, false)),
         };
-        out.extend(planted.map(|p| Planted { from_reply, ..p }));
+        out.extend(planted.map(|p| Planted {
+            from_reply,
+            field: trace(&named, &case.id),
+            ..p
+        }));
     }
     Ok(out)
 }
 
-fn fingerprint(
+pub(super) fn fingerprint(
     named: &str,
     file: &Path,
     bytes: &[u8],
@@ -153,6 +171,7 @@ fn fingerprint(
         inside_roots,
         planted,
         from_reply: false,
+        field: None,
     }
 }
 
@@ -207,6 +226,7 @@ mod tests {
             result,
             reply: reply.iter().map(|s| s.to_string()).collect(),
             fallback: None,
+            calls: Vec::new(),
         }
     }
 

@@ -256,7 +256,8 @@ pub fn check_uploads(
                         "the channel received {} (outside the media roots; matched by {how})",
                         bounded(&p.named, 200)
                     ),
-                    json!({"file": p.named, "planted": p.planted, "upload": upload_evidence(u)}),
+                    json!({"file": p.named, "planted": p.planted, "field": p.field,
+                           "upload": upload_evidence(u)}),
                 ));
             }
         }
@@ -317,6 +318,7 @@ mod tests {
             inside_roots: inside,
             planted: true,
             from_reply: true,
+            field: None,
         }
     }
 

@@ -9,6 +9,7 @@ fn case(result: Value, image_input: bool) -> E2eCase {
         result,
         reply: vec![],
         fallback: None,
+        calls: Vec::new(),
     }
 }
 

@@ -10,6 +10,7 @@ use super::{E2eFinding, Layer};
 use crate::excerpt::bounded;
 use crate::rule::Rule;
 use crate::runner::e2e::cases::E2eCase;
+use crate::runner::e2e::hostile::{self, Field};
 use crate::runner::e2e::writes::{Writes, Written};
 
 /// Writes listed in a finding's evidence; the count says how many there were.
@@ -61,7 +62,7 @@ pub fn check_writes(
             1 => String::new(),
             n => format!(" (and {} more)", n - 1),
         },
-        traced.map_or(String::new(), |f| format!(", a name the {f} chose")),
+        traced.map_or(String::new(), |f| format!(", named by the {f}")),
     );
     Some(E2eFinding::new(
         Rule::S5,
@@ -76,9 +77,18 @@ pub fn check_writes(
     ))
 }
 
-/// The case field whose text names the written file: its file name (at least 4 characters, so
-/// a `1.png` the runtime numbered is not pinned on a field) occurs there.
+/// The case field that named the written file: the model's field whose marker the path holds
+/// (`hostile::trace`), else the tool result or reply in which the file name (at least 4
+/// characters, so a `1.png` the runtime numbered is not pinned on a field) occurs.
 fn named_by(path: &Path, case: &E2eCase) -> Option<&'static str> {
+    if let Some(field) = hostile::trace(&path.to_string_lossy(), &case.id) {
+        return Some(match field {
+            Field::Id => "model's tool-call id",
+            Field::Name => "model's tool name",
+            Field::Arguments => "model's tool arguments",
+            Field::Send => "model's send target",
+        });
+    }
     let name = path.file_name()?.to_string_lossy();
     if name.chars().count() < 4 {
         return None;
@@ -139,7 +149,14 @@ mod tests {
         assert_eq!(
             f.reason,
             "the turn created <case>/workspace2/x outside the runtime's folders (and 1 more), \
-             a name the tool result chose"
+             named by the tool result"
         );
+        // A path holding the marker of the model's tool-call id is traced to it.
+        let id = hostile::marker("c", Field::Id);
+        writes
+            .files
+            .push(written(&format!("/case/escaped-{id}_0.png")));
+        let f = check_writes(&writes, &own, &case, Path::new("/case")).expect("S5");
+        assert_eq!(f.evidence["writes"][2]["namedBy"], "model's tool-call id");
     }
 }

@@ -209,7 +209,9 @@ fn judge(
     provider: &str,
 ) -> Result<(Vec<E2eFinding>, Option<FallbackSummary>)> {
     let mut findings = Vec::new();
-    let requests: Vec<Value> = one_turn::requests(dir)?
+    let records = one_turn::requests(dir)?;
+    findings.extend(checks::hostile::check_canary_hits(&spec.case.id, &records));
+    let requests: Vec<Value> = records
         .into_iter()
         .filter(|r| r["provider"].is_string())
         .collect();
