@@ -65,7 +65,8 @@ pub struct Profile {
     /// fails every later turn: a poisoned session).
     pub history_replayed: bool,
     pub history_evidence: String,
-    /// The runtime's own folders (S5): `${state}`, `${workspace}`, `${tmp}`, `${cache}`.
+    /// The runtime's own folders (S5): `${state}`, `${workspace}`, `${tmp}`, `${home}`,
+    /// `${cache}`, each optionally followed by a subpath (`Adapter::own_folders` places them).
     pub folders: Vec<String>,
     pub folders_evidence: String,
     /// The time-outs it documents.

@@ -119,15 +119,16 @@ pub const PATHS: [&str; 2] = [
 ];
 
 /// URLs S3 refuses, each reaching the canary route where the sandbox can (loopback spellings),
-/// or judged only where delivered (private and link-local addresses have no route there).
+/// or judged only where delivered (private and link-local addresses have no route there). Each
+/// has its own number after the marker, so the route's bytes tell which one was fetched.
 pub const URLS: [&str; 7] = [
-    "http://127.0.0.1:${port}/canary/{m}.png",
-    "http://localhost:${port}/canary/{m}.png",
-    "http://2130706433:${port}/canary/{m}.png",
-    "https://127.0.0.1:${port}/canary/{m}.png",
-    "http://[::ffff:127.0.0.1]:${port}/canary/{m}.png",
-    "http://169.254.169.254/canary/{m}.png",
-    "http://10.0.0.1/canary/{m}.png",
+    "http://127.0.0.1:${port}/canary/{m}-1.png",
+    "http://localhost:${port}/canary/{m}-2.png",
+    "http://2130706433:${port}/canary/{m}-3.png",
+    "https://127.0.0.1:${port}/canary/{m}-4.png",
+    "http://[::ffff:127.0.0.1]:${port}/canary/{m}-5.png",
+    "http://169.254.169.254/canary/{m}-6.png",
+    "http://10.0.0.1/canary/{m}-7.png",
 ];
 
 /// A table entry with its marker.

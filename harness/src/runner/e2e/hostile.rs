@@ -109,7 +109,14 @@ pub fn url_plants(case: &E2eCase, port: u16) -> Result<Vec<Planted>> {
             continue;
         };
         let url = url(template, port)?;
-        let sent = marker(&case.id, Field::Send);
+        // The route's bytes carry the marker its path names: each URL of a case its own (the
+        // Send marker and the URL's number), so an upload is traced to the URL fetched.
+        let path = url::Url::parse(&url).map(|u| u.path().to_string());
+        let route = path
+            .as_deref()
+            .ok()
+            .and_then(mock_providers::canary::marker);
+        let sent = route.map_or_else(|| marker(&case.id, Field::Send), str::to_owned);
         let bytes = mock_providers::canary::png(&sent);
         let mut plant = fingerprint(&url, Path::new(&url), &bytes, Some(sent), false, true);
         plant.field = Some(Field::Send);
