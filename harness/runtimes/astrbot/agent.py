@@ -121,8 +121,10 @@ async def main():
         async for _ in runner.step_until_done(MAX_STEPS):
             pass
         final = runner.get_final_llm_resp()
-        if final is None or final.role == "err":
-            raise RuntimeError(f"the agent ended without a reply: {final and final.completion_text}")
+        if final is None:
+            raise RuntimeError("the agent ended without a reply")
+        # An `err` response (a provider error: `step` turns it into "LLM 响应错误: ...") is what
+        # AstrBot's pipeline sends the user, as a channel turn shows: a clear error, not a crash.
         # lib/agent.py's `print_reply` writes to sys.stdout: the reply's copy of fd 1.
         sys.stdout = reply_out
         print_reply(final.completion_text)

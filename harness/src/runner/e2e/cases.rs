@@ -336,6 +336,15 @@ pub fn seeds() -> Vec<E2eCase> {
     ]
     .into_iter()
     .chain(hostile_seeds())
+    .chain([case(
+        "audio-only",
+        "a result whose one block is audio: the tool call must still get its answer, or the \
+         strict APIs refuse the next request (a call without a result; AstrBot, issue 25)",
+        0,
+        true,
+        json!({"content": [audio]}),
+        &[DONE],
+    )])
     .collect()
 }
 
