@@ -59,11 +59,11 @@ try {
       ]
     : config.prompt;
   const agent = createReactAgent({ llm, tools });
-  // The tool call, then the reply (each a model call and a tool step); a fallback case may take
-  // two more (the primary's tool call, then the fallback's own).
+  // Up to four tool calls of the mock model (hostile cases), each a model call and a tool step,
+  // then the reply; a fallback case's two failed attempts fit too. As langchain-py's driver.
   const result = await agent.invoke(
     { messages: [{ role: "user", content }] },
-    { recursionLimit: config.fallback ? 10 : 6 },
+    { recursionLimit: 10 },
   );
   const last = result.messages.at(-1);
   printReply(typeof last.content === "string" ? last.content : last.text);

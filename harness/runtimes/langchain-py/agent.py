@@ -58,8 +58,8 @@ async def main():
     if image:
         url = f"data:{image[1]};base64,{config['userImage']['data']}"
         content = [{"type": "text", "text": content}, {"type": "image_url", "image_url": {"url": url}}]
-    # The tool call, then the reply (each a model call and a tool step); a fallback case may
-    # take two more (the primary's tool call, then the fallback's own).
+    # Up to four tool calls of the mock model (hostile cases), each a model call and a tool
+    # step, then the reply; a fallback case's two failed attempts fit too.
     result = await agent.ainvoke(
         {"messages": [{"role": "user", "content": content}]}, {"recursion_limit": 10}
     )

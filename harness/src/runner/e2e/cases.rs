@@ -355,10 +355,15 @@ fn hostile_seed(
     flavour: usize,
     calls: impl Fn(&dyn Fn(Field) -> String) -> Vec<Call>,
 ) -> E2eCase {
-    // The image makes a runtime that caches tool images by call id (AstrBot) write a file.
-    let png = tiny_base64(ImageFormat::Png);
-    let result = json!({"content": [{"type": "text", "text": "Report ready."},
-                                    {"type": "image", "data": png, "mimeType": "image/png"}]});
+    let mut content = vec![json!({"type": "text", "text": "Report ready."})];
+    // A call-id seed's result has an image too: a runtime that names files after call ids (the
+    // tool-image cache of AstrBot) then writes one. Only there, so that a runtime's known way
+    // of losing tool images is not counted again on every hostile seed.
+    if id.starts_with("model-call-id-") {
+        let png = tiny_base64(ImageFormat::Png);
+        content.push(json!({"type": "image", "data": png, "mimeType": "image/png"}));
+    }
+    let result = json!({ "content": content });
     let calls = calls(&|field| marker(id, field));
     case(id, about, flavour, true, result, &[DONE]).with_calls(calls)
 }

@@ -220,7 +220,7 @@ impl Overlay {
             mount(&["--rbind"], &[m, &inside(&root, m)])?;
         }
         // Plain binds: the overlay's own mounts under `case` stay out of the runtime's view.
-        for path in through {
+        for path in through.iter().filter(|p| p.exists()) {
             mount(&["--bind"], &[path, &inside(&root, path)])?;
         }
         Ok(Overlay { root, upper })
