@@ -370,7 +370,8 @@ pub fn run(dir: &Path) -> Result<()> {
         .with_context(|| format!("cannot start {program}"))?;
     let group = child.id() as i32;
     let deadline = Duration::from_secs(adapter.turn_timeout_for(case));
-    let mut progress = ChannelProgress::default();
+    // A fallback script is keyed by provider: its answers are counted as two, as before.
+    let mut progress = ChannelProgress::new(script.as_array().map_or(2, Vec::len));
     let (status, timed_out, channel_silent) = loop {
         if let Some(status) = child.try_wait()? {
             break (Some(status), false, false);
@@ -427,14 +428,24 @@ fn free_port() -> Result<u16> {
 }
 
 /// When a channel turn is over, from what the mocks captured so far (in arrival order).
-#[derive(Default)]
 struct ChannelProgress {
+    /// The model's scripted answers: its part is done once that many requests came.
+    turns: usize,
     /// (model requests, messages shown): polls of the channel are not progress.
     seen: (usize, usize),
     changed: Option<Instant>,
 }
 
 impl ChannelProgress {
+    /// For a script of `turns` answers (at least a tool call and the reply).
+    fn new(turns: usize) -> ChannelProgress {
+        ChannelProgress {
+            turns: turns.max(2),
+            seen: (0, 0),
+            changed: None,
+        }
+    }
+
     /// `Some(silent)` once the turn is over: the model is done (its last scripted answer given,
     /// or a request refused), a message reached the user after its last request, and `quiet`
     /// passed with nothing new (`false`); or the model is done and nothing reached the user
@@ -452,7 +463,7 @@ impl ChannelProgress {
             self.changed = Some(now);
         }
         // A refused request ends the model's part as surely as its last scripted answer.
-        let model_done = provider.len() >= 2
+        let model_done = provider.len() >= self.turns
             || provider
                 .iter()
                 .any(|&i| records[i]["verdict"]["accepted"] == false);
@@ -560,10 +571,10 @@ mod tests {
         let poll = json!({"channel": "telegram", "method": "getUpdates"});
         let quiet = Duration::ZERO;
         // The model not done yet: never over, whatever the channel got.
-        let mut p = ChannelProgress::default();
+        let mut p = ChannelProgress::new(2);
         assert_eq!(p.observe(&[provider(true), send.clone()], quiet), None);
         // Done, and the message came after its last request (even within one poll): over.
-        let mut p = ChannelProgress::default();
+        let mut p = ChannelProgress::new(2);
         let records = [
             provider(true),
             send.clone(),
@@ -573,13 +584,17 @@ mod tests {
         ];
         assert_eq!(p.observe(&records, quiet), Some(false));
         // Done, only an earlier message (a "working" preview): not over until the silence.
-        let mut p = ChannelProgress::default();
+        let mut p = ChannelProgress::new(2);
         let records = [provider(true), send.clone(), provider(true), poll.clone()];
         assert_eq!(p.observe(&records, quiet), None);
         p.changed = Some(Instant::now() - SILENCE);
         assert_eq!(p.observe(&records, quiet), Some(true));
+        // A script of four answers (hostile calls): two requests and a message are not the end.
+        let mut p = ChannelProgress::new(4);
+        let records = [provider(true), provider(true), send.clone()];
+        assert_eq!(p.observe(&records, quiet), None);
         // A refused first request ends the model's part.
-        let mut p = ChannelProgress::default();
+        let mut p = ChannelProgress::new(2);
         assert_eq!(p.observe(&[provider(false), send], quiet), Some(false));
     }
 }
