@@ -142,6 +142,6 @@ mod tests {
             assert_eq!(rule.as_str().parse::<Rule>().unwrap(), rule);
         }
         assert!("crash".parse::<Rule>().is_err());
-        assert_eq!(Rule::ALL.len(), 44);
+        assert_eq!(Rule::ALL.len(), 45);
     }
 }

@@ -317,7 +317,11 @@ pub fn run(dir: &Path) -> Result<()> {
     // S5: writes outside the case folder land in an overlay (a mount namespace is needed),
     // those inside it are found by comparison; the capture files the turn writes are not.
     let overlay = if private_tmp {
-        writes::Overlay::mount(dir, &[dir, &spec.cache])
+        let tmp = writes::PrivateTmp {
+            tmp: &tmp,
+            binds: &tmp_binds,
+        };
+        writes::Overlay::mount(dir, &[dir, &spec.cache], Some(tmp))
             .map_err(|e| {
                 eprintln!(
                     "normfuzz e2e-turn: writes outside the case folder are not observed: {e:#}"

@@ -6,7 +6,8 @@
 //!   layer is a tmpfs private to the turn's mount namespace ([`Overlay`]): a write lands there,
 //!   never on the disk, and the upper layer lists exactly what was written, with its bytes (a
 //!   whiteout: what was deleted). The case folder and the runtime's install cache are bound
-//!   through, every other mount (proc, dev, the case's `/tmp`) recursively;
+//!   through, every other mount (proc, dev) recursively; the case's private `/tmp` is bound,
+//!   and each real `/tmp` entry brought back into it (a report folder there) is overlaid too;
 //! - **the case folder** is compared before and after the turn ([`Snapshot`]), the harness's own
 //!   capture files aside.
 //!
@@ -170,18 +171,29 @@ impl Snapshot {
     }
 }
 
-/// `/` as an overlay whose upper layer records every write; the runtime is chrooted into it.
+/// `/` as an overlay whose upper layers record every write; the runtime is chrooted into it.
 pub struct Overlay {
     /// The merged view, the runtime's root.
     root: PathBuf,
-    upper: PathBuf,
+    /// (where the runtime saw it, upper layer): `/`, and each real `/tmp/<top>` the case's
+    /// private `/tmp` brings back (`one_turn::bind_tmp`), each an overlay of its own.
+    uppers: Vec<(PathBuf, PathBuf)>,
+}
+
+/// The case's private `/tmp` (bound over `/tmp`) and the entries of the real `/tmp` bound back
+/// into it (`<tmp>/<top>`).
+pub struct PrivateTmp<'a> {
+    pub tmp: &'a Path,
+    pub binds: &'a [PathBuf],
 }
 
 impl Overlay {
     /// Mounts the overlay under `case/.writes` and binds `through` (the case folder, the
-    /// runtime's cache) and every other mount of this namespace into it. Needs the turn's
-    /// private mount namespace.
-    pub fn mount(case: &Path, through: &[&Path]) -> Result<Overlay> {
+    /// runtime's cache) and every other mount of this namespace into it. With a private `/tmp`,
+    /// the case's own folder is bound at `/tmp` and each real entry bound back into it gets an
+    /// overlay too, so a write there (beside a report folder under `/tmp`) is seen, not made.
+    /// Needs the turn's private mount namespace.
+    pub fn mount(case: &Path, through: &[&Path], tmp: Option<PrivateTmp>) -> Result<Overlay> {
         let base = case.join(OVERLAY_DIR);
         let (tmpfs, root) = (base.join("layers"), base.join("root"));
         std::fs::create_dir_all(&tmpfs)?;
@@ -190,25 +202,37 @@ impl Overlay {
             &["-t", "tmpfs", "-o", UPPER_SIZE, "normfuzz-writes"],
             &[&tmpfs],
         )?;
-        let (upper, work) = (tmpfs.join("upper"), tmpfs.join("work"));
-        std::fs::create_dir_all(&upper)?;
-        std::fs::create_dir_all(&work)?;
-        let layers = format!(
-            "lowerdir=/,upperdir={},workdir={}",
-            upper.display(),
-            work.display()
-        );
-        // In a user namespace overlayfs keeps its whiteouts in user.* attributes (Linux 5.11+).
-        if mount(&["-t", "overlay", "-o", &layers, "overlay"], &[&root]).is_err() {
-            let layers = format!("{layers},userxattr");
-            mount(&["-t", "overlay", "-o", &layers, "overlay"], &[&root])
-                .context("cannot mount an overlay of / (S5 needs overlayfs)")?;
-        }
+        let mut uppers = Vec::new();
+        let layer = |lower: &Path, at: &Path, n: usize| -> Result<PathBuf> {
+            let (upper, work) = (
+                tmpfs.join(format!("upper{n}")),
+                tmpfs.join(format!("work{n}")),
+            );
+            std::fs::create_dir_all(&upper)?;
+            std::fs::create_dir_all(&work)?;
+            let layers = format!(
+                "lowerdir={},upperdir={},workdir={}",
+                lower.display(),
+                upper.display(),
+                work.display()
+            );
+            // In a user namespace overlayfs keeps its whiteouts in user.* attributes (5.11+).
+            if mount(&["-t", "overlay", "-o", &layers, "overlay"], &[at]).is_err() {
+                let layers = format!("{layers},userxattr");
+                mount(&["-t", "overlay", "-o", &layers, "overlay"], &[at])
+                    .context("cannot mount an overlay (S5 needs overlayfs)")?;
+            }
+            Ok(upper)
+        };
+        uppers.push((PathBuf::from("/"), layer(Path::new("/"), &root, 0)?));
         // The overlay holds the root file system alone: every other mount comes along as it
-        // is, the outermost of each nest recursively, except those inside the case folder.
+        // is, the outermost of each nest recursively, except those inside the case folder and
+        // the private `/tmp`, made below.
+        let private = Path::new("/tmp");
         let mut others: Vec<PathBuf> = mount_points()?
             .into_iter()
             .filter(|m| m != Path::new("/") && !m.starts_with(case))
+            .filter(|m| tmp.is_none() || !m.starts_with(private))
             .collect();
         others.sort();
         others.dedup();
@@ -219,11 +243,27 @@ impl Overlay {
         for m in outermost {
             mount(&["--rbind"], &[m, &inside(&root, m)])?;
         }
+        if let Some(PrivateTmp { tmp, binds }) = tmp {
+            mount(&["--bind"], &[tmp, &inside(&root, private)])?;
+            for (n, bound) in binds.iter().enumerate() {
+                let Ok(top) = bound.strip_prefix(tmp) else {
+                    continue;
+                };
+                let real = private.join(top);
+                let at = inside(&root, &real);
+                if real.is_dir() {
+                    uppers.push((real.clone(), layer(&real, &at, n + 1)?));
+                } else {
+                    // A file at the top of `/tmp` (a binary): read through, as before.
+                    mount(&["--bind"], &[&real, &at])?;
+                }
+            }
+        }
         // Plain binds: the overlay's own mounts under `case` stay out of the runtime's view.
         for path in through.iter().filter(|p| p.exists()) {
             mount(&["--bind"], &[path, &inside(&root, path)])?;
         }
-        Ok(Overlay { root, upper })
+        Ok(Overlay { root, uppers })
     }
 
     /// The case-folder entries the snapshot leaves out: the overlay's mount points.
@@ -251,33 +291,35 @@ impl Overlay {
     /// Every entry the turn created, changed or deleted outside what was bound through.
     pub fn changes(&self) -> Vec<Written> {
         let mut out = Vec::new();
-        for entry in walkdir::WalkDir::new(&self.upper)
-            .min_depth(1)
-            .into_iter()
-            .filter_map(Result::ok)
-        {
-            let Ok(rel) = entry.path().strip_prefix(&self.upper) else {
-                continue;
-            };
-            let path = Path::new("/").join(rel);
-            let Ok(meta) = entry.metadata() else { continue };
-            // The lower layer is the root file system: what this namespace shows at `path`,
-            // since nothing the upper layer holds lies under a mount (those are bound through).
-            let existed = std::fs::symlink_metadata(&path).is_ok();
-            let change = if meta.file_type().is_char_device() && meta.rdev() == 0 {
-                Change::Deleted
-            } else if meta.is_dir() {
-                // A copied-up parent of a written file; only a new folder is a write itself.
-                if existed {
+        for (seen_at, upper) in &self.uppers {
+            for entry in walkdir::WalkDir::new(upper)
+                .min_depth(1)
+                .into_iter()
+                .filter_map(Result::ok)
+            {
+                let Ok(rel) = entry.path().strip_prefix(upper) else {
                     continue;
-                }
-                Change::Created
-            } else if existed {
-                Change::Changed
-            } else {
-                Change::Created
-            };
-            out.push(Written::of(path, change, entry.path()));
+                };
+                let path = seen_at.join(rel);
+                let Ok(meta) = entry.metadata() else { continue };
+                // The lower layer is what this namespace shows at `path`: nothing an upper layer
+                // holds lies under another mount (those are bound through).
+                let existed = std::fs::symlink_metadata(&path).is_ok();
+                let change = if meta.file_type().is_char_device() && meta.rdev() == 0 {
+                    Change::Deleted
+                } else if meta.is_dir() {
+                    // A copied-up parent of a written file; only a new folder is a write itself.
+                    if existed {
+                        continue;
+                    }
+                    Change::Created
+                } else if existed {
+                    Change::Changed
+                } else {
+                    Change::Created
+                };
+                out.push(Written::of(path, change, entry.path()));
+            }
         }
         out
     }
