@@ -132,12 +132,12 @@ pub const URLS: [&str; 7] = [
 ];
 
 /// A table entry with its marker.
-fn fill(entry: &str, marker: &str) -> String {
+pub fn fill(entry: &str, marker: &str) -> String {
     entry.replace(M, marker)
 }
 
 /// A value past every length a runtime might assume (file names stop at 255 bytes).
-fn long(marker: &str) -> String {
+pub fn long(marker: &str) -> String {
     format!("{marker}-{}", "x".repeat(4096))
 }
 

@@ -213,33 +213,23 @@ pub struct Channel {
 /// `workspace` (the turn's working folder), `home` and `cache` (the install) are fixed; `state`
 /// is where the adapter points the runtime's state, `tmp` its own part of the temp folder.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct Folders {
     /// The runtime's state folder (placeholders `${case}`, `${cache}`).
-    #[serde(default = "default_state")]
     pub state: String,
     /// Its temp folder: the case's `tmp` (its `TMPDIR`, bound over `/tmp`), or the subfolder
     /// the runtime keeps to, so that a write elsewhere in `/tmp` is outside.
-    #[serde(default = "default_tmp")]
     pub tmp: String,
 }
 
 impl Default for Folders {
+    /// Most runtimes keep their state under the user's home unless told otherwise.
     fn default() -> Folders {
         Folders {
-            state: default_state(),
-            tmp: default_tmp(),
+            state: "${case}/home".into(),
+            tmp: "${case}/tmp".into(),
         }
     }
-}
-
-/// Most runtimes keep their state under the user's home unless told otherwise.
-fn default_state() -> String {
-    "${case}/home".into()
-}
-
-fn default_tmp() -> String {
-    "${case}/tmp".into()
 }
 
 fn default_quiet_ms() -> u64 {

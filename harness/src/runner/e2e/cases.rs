@@ -371,7 +371,8 @@ fn hostile_seed(
 /// The hostile-model seeds (issue 25), most telling first: each value holds its field's marker
 /// (`{m}` in the tables of `generate::corners::calls`).
 fn hostile_seeds() -> Vec<E2eCase> {
-    let fill = |entry: &str, m: &dyn Fn(Field) -> String, field| entry.replace("{m}", &m(field));
+    let fill =
+        |entry: &str, m: &dyn Fn(Field) -> String, field| corner_calls::fill(entry, &m(field));
     let send = |target| Call {
         id: None,
         tool: Tool::Send { target },
@@ -432,7 +433,7 @@ fn hostile_seeds() -> Vec<E2eCase> {
              4 KiB (S5, B1)",
             0,
             |m| {
-                let long = format!("{}-{}", m(Field::Id), "x".repeat(4096));
+                let long = corner_calls::long(&m(Field::Id));
                 vec![mcp_with_id(fill(IDS[3], m, Field::Id)), mcp_with_id(long)]
             },
         ),

@@ -122,6 +122,8 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             adapter.name
         );
     }
+    // The runtime's profile, read once: S5 judges each turn against its folders.
+    let profile = crate::runner::impact::Profile::beside(&adapter.dir)?;
     let isolation = Isolation::probe(&args.isolation)?;
     let plan = shard_cases(select_cases(&args)?, args.shard.unwrap_or(Shard::WHOLE));
     let report = absolute(&args.report.clone().unwrap_or_else(|| {
@@ -156,7 +158,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
                         private_tmp: isolation != Isolation::None,
                         via: args.via,
                     };
-                    let outcome = run_case(&adapter, &spec, &dir, isolation);
+                    let outcome = run_case(&adapter, &profile, &spec, &dir, isolation);
                     let n = done.fetch_add(1, Ordering::Relaxed) + 1;
                     let rules: Vec<String> = outcome
                         .findings

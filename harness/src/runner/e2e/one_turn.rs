@@ -321,7 +321,7 @@ pub fn run(dir: &Path) -> Result<()> {
             tmp: &tmp,
             binds: &tmp_binds,
         };
-        writes::Overlay::mount(dir, &[dir, &spec.cache], Some(tmp))
+        writes::Overlay::mount(dir, &[dir, &spec.cache], tmp)
             .map_err(|e| {
                 eprintln!(
                     "normfuzz e2e-turn: writes outside the case folder are not observed: {e:#}"
@@ -503,10 +503,11 @@ fn write_channel_capture(records: &[Value], dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Binds `tmp` over `/tmp` and answers the bind mounts made inside it. What the turn needs from the old `/tmp` (the case folder itself when
-/// the report lies there, as in a clone under `/tmp`; the runtime cache, the binaries) would
-/// vanish under it, so each such top-level entry of `/tmp` is bound first into `tmp` at its own
-/// name and comes along with the recursive bind: `/tmp/<entry>` still reaches it.
+/// Binds `tmp` over `/tmp` and answers the bind mounts made inside it. What the turn needs from
+/// the old `/tmp` (the case folder itself when the report lies there, as in a clone under
+/// `/tmp`; the runtime cache, the binaries) would vanish under it, so each such top-level entry
+/// of `/tmp` is bound first into `tmp` at its own name and comes along with the recursive bind:
+/// `/tmp/<entry>` still reaches it.
 fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<Vec<PathBuf>> {
     let exe = std::env::current_exe()?;
     let needed: [&Path; 5] = [tmp, &spec.cache, &spec.mock_mcp, &spec.adapter, &exe];
@@ -515,16 +516,6 @@ fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<Vec<PathBuf>> {
         .filter_map(|p| p.strip_prefix("/tmp").ok()?.components().next())
         .map(|top| PathBuf::from(top.as_os_str()))
         .collect();
-    let mount = |args: &[&std::ffi::OsStr]| -> Result<()> {
-        let status = Command::new("mount")
-            .args(args)
-            .status()
-            .context("cannot run `mount`")?;
-        if !status.success() {
-            bail!("`mount {args:?}` failed ({status})");
-        }
-        Ok(())
-    };
     let mut binds = Vec::new();
     for top in &tops {
         let (from, to) = (Path::new("/tmp").join(top), tmp.join(top));
@@ -533,10 +524,10 @@ fn bind_tmp(tmp: &Path, spec: &TurnSpec) -> Result<Vec<PathBuf>> {
         } else {
             std::fs::write(&to, b"")?;
         }
-        mount(&["--bind".as_ref(), from.as_os_str(), to.as_os_str()])?;
+        writes::mount(&["--bind"], &[&from, &to])?;
         binds.push(to);
     }
-    mount(&["--rbind".as_ref(), tmp.as_os_str(), "/tmp".as_ref()])?;
+    writes::mount(&["--rbind"], &[tmp, Path::new("/tmp")])?;
     Ok(binds)
 }
 

@@ -67,6 +67,17 @@ pub enum Change {
     Deleted,
 }
 
+impl Change {
+    /// The name reports give it (its serde name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Created => "created",
+            Change::Changed => "changed",
+            Change::Deleted => "deleted",
+        }
+    }
+}
+
 impl Written {
     fn of(path: PathBuf, change: Change, real: &Path) -> Written {
         let mut written = Written {
@@ -189,11 +200,11 @@ pub struct PrivateTmp<'a> {
 
 impl Overlay {
     /// Mounts the overlay under `case/.writes` and binds `through` (the case folder, the
-    /// runtime's cache) and every other mount of this namespace into it. With a private `/tmp`,
-    /// the case's own folder is bound at `/tmp` and each real entry bound back into it gets an
-    /// overlay too, so a write there (beside a report folder under `/tmp`) is seen, not made.
-    /// Needs the turn's private mount namespace.
-    pub fn mount(case: &Path, through: &[&Path], tmp: Option<PrivateTmp>) -> Result<Overlay> {
+    /// runtime's cache) and every other mount of this namespace into it. The case's private
+    /// `/tmp` is bound at `/tmp`, and each real entry bound back into it gets an overlay too, so
+    /// a write there (beside a report folder under `/tmp`) is seen, not made. Needs the turn's
+    /// private mount namespace.
+    pub fn mount(case: &Path, through: &[&Path], tmp: PrivateTmp) -> Result<Overlay> {
         let base = case.join(OVERLAY_DIR);
         let (tmpfs, root) = (base.join("layers"), base.join("root"));
         std::fs::create_dir_all(&tmpfs)?;
@@ -231,8 +242,7 @@ impl Overlay {
         let private = Path::new("/tmp");
         let mut others: Vec<PathBuf> = mount_points()?
             .into_iter()
-            .filter(|m| m != Path::new("/") && !m.starts_with(case))
-            .filter(|m| tmp.is_none() || !m.starts_with(private))
+            .filter(|m| m != Path::new("/") && !m.starts_with(case) && !m.starts_with(private))
             .collect();
         others.sort();
         others.dedup();
@@ -243,20 +253,18 @@ impl Overlay {
         for m in outermost {
             mount(&["--rbind"], &[m, &inside(&root, m)])?;
         }
-        if let Some(PrivateTmp { tmp, binds }) = tmp {
-            mount(&["--bind"], &[tmp, &inside(&root, private)])?;
-            for (n, bound) in binds.iter().enumerate() {
-                let Ok(top) = bound.strip_prefix(tmp) else {
-                    continue;
-                };
-                let real = private.join(top);
-                let at = inside(&root, &real);
-                if real.is_dir() {
-                    uppers.push((real.clone(), layer(&real, &at, n + 1)?));
-                } else {
-                    // A file at the top of `/tmp` (a binary): read through, as before.
-                    mount(&["--bind"], &[&real, &at])?;
-                }
+        mount(&["--bind"], &[tmp.tmp, &inside(&root, private)])?;
+        for (n, bound) in tmp.binds.iter().enumerate() {
+            let Ok(top) = bound.strip_prefix(tmp.tmp) else {
+                continue;
+            };
+            let real = private.join(top);
+            let at = inside(&root, &real);
+            if real.is_dir() {
+                uppers.push((real.clone(), layer(&real, &at, n + 1)?));
+            } else {
+                // A file at the top of `/tmp` (a binary the turn runs): bound as it is.
+                mount(&["--bind"], &[&real, &at])?;
             }
         }
         // Plain binds: the overlay's own mounts under `case` stay out of the runtime's view.
@@ -363,7 +371,8 @@ fn unescape(field: &[u8]) -> Vec<u8> {
     out
 }
 
-fn mount(options: &[&str], paths: &[&Path]) -> Result<()> {
+/// Runs mount(8) with `options`, then `paths` (the sandbox's binds and overlays).
+pub(super) fn mount(options: &[&str], paths: &[&Path]) -> Result<()> {
     let status = Command::new("mount")
         .args(options)
         .args(paths)
@@ -394,6 +403,13 @@ pub fn record(dir: &Path, snapshot: &Snapshot, overlay: Option<&Overlay>) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn change_names_agree_with_serde() {
+        for change in [Change::Created, Change::Changed, Change::Deleted] {
+            assert_eq!(serde_json::to_value(change).unwrap(), change.as_str());
+        }
+    }
 
     #[test]
     fn mountinfo_escapes_are_undone() {

@@ -38,25 +38,31 @@ pub fn check_writes(
         })
         .collect();
     let first = outside.first()?;
-    let named = |w: &Written| named_by(&w.path, case);
+    // The texts a write's file name is looked up in, made once for all the writes.
+    let texts = [
+        ("tool result", case.result.to_string()),
+        ("model's reply", case.reply.concat()),
+    ];
+    let named: Vec<Option<&str>> = outside
+        .iter()
+        .map(|w| named_by(&w.path, &case.id, &texts))
+        .collect();
     let listed: Vec<Value> = outside
         .iter()
+        .zip(&named)
         .take(LISTED)
-        .map(|w| {
+        .map(|(w, named)| {
             json!({
                 "path": shown(&w.path), "change": w.change, "size": w.size,
                 "head": bounded(&w.head, 300), "headBase64": w.head_base64,
-                "namedBy": named(w),
+                "namedBy": named,
             })
         })
         .collect();
-    let traced = outside.iter().find_map(|w| named(w));
+    let traced = named.iter().flatten().next();
     let reason = format!(
         "the turn {} {} outside the runtime's folders{}{}",
-        serde_json::to_value(first.change)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default(),
+        first.change.as_str(),
         shown(&first.path),
         match outside.len() {
             1 => String::new(),
@@ -78,10 +84,10 @@ pub fn check_writes(
 }
 
 /// The case field that named the written file: the model's field whose marker the path holds
-/// (`hostile::trace`), else the tool result or reply in which the file name (at least 4
+/// (`hostile::trace`), else the one of `texts` (field, text) in which the file name (at least 4
 /// characters, so a `1.png` the runtime numbered is not pinned on a field) occurs.
-fn named_by(path: &Path, case: &E2eCase) -> Option<&'static str> {
-    if let Some(field) = hostile::trace(&path.to_string_lossy(), &case.id) {
+fn named_by(path: &Path, case_id: &str, texts: &[(&'static str, String)]) -> Option<&'static str> {
+    if let Some(field) = hostile::trace(&path.to_string_lossy(), case_id) {
         return Some(match field {
             Field::Id => "model's tool-call id",
             Field::Name => "model's tool name",
@@ -93,14 +99,10 @@ fn named_by(path: &Path, case: &E2eCase) -> Option<&'static str> {
     if name.chars().count() < 4 {
         return None;
     }
-    let fields: [(&'static str, String); 2] = [
-        ("tool result", case.result.to_string()),
-        ("model's reply", case.reply.concat()),
-    ];
-    fields
-        .into_iter()
+    texts
+        .iter()
         .find(|(_, text)| text.contains(name.as_ref()))
-        .map(|(field, _)| field)
+        .map(|(field, _)| *field)
 }
 
 #[cfg(test)]

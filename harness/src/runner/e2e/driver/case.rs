@@ -99,9 +99,10 @@ pub(super) struct CaseOutcome {
     pub(super) fallback: Option<FallbackSummary>,
 }
 
-/// Runs one case in its sandbox and judges it.
+/// Runs one case in its sandbox and judges it (`profile`: the runtime's, for S5's folders).
 pub(super) fn run_case(
     adapter: &Adapter,
+    profile: &Profile,
     spec: &TurnSpec,
     dir: &Path,
     isolation: Isolation,
@@ -122,7 +123,7 @@ pub(super) fn run_case(
     };
     let start = Instant::now();
     match turn(adapter, spec, dir, isolation) {
-        Ok(record) => match judge(adapter, spec, dir, &record, &flavour.mock) {
+        Ok(record) => match judge(adapter, profile, spec, dir, &record, &flavour.mock) {
             Ok((findings, summary)) => {
                 outcome.findings = findings;
                 outcome.fallback = summary;
@@ -203,6 +204,7 @@ fn turn(
 
 fn judge(
     adapter: &Adapter,
+    profile: &Profile,
     spec: &TurnSpec,
     dir: &Path,
     record: &TurnRecord,
@@ -286,7 +288,6 @@ fn judge(
     }
     if let Some(writes) = read_json(&dir.join(writes::WRITES)) {
         let writes: writes::Writes = serde_json::from_value(writes)?;
-        let profile = Profile::beside(&adapter.dir)?;
         let own = adapter.own_folders(&profile.folders, dir, &spec.cache)?;
         findings.extend(checks::writes::check_writes(&writes, &own, &spec.case, dir));
     }
@@ -395,7 +396,15 @@ mod tests {
                 "private_tmp": false, "mock_base": "",
             }))
             .unwrap();
-            let (findings, _) = judge(&adapter, &spec, dir.path(), &record, "openai-chat").unwrap();
+            let (findings, _) = judge(
+                &adapter,
+                &Profile::reference_contract(),
+                &spec,
+                dir.path(),
+                &record,
+                "openai-chat",
+            )
+            .unwrap();
             findings.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>()
         };
         assert_eq!(judged(true), ["S1"]);
