@@ -11,4 +11,5 @@ pub mod image;
 pub mod judge;
 pub mod path;
 pub mod providers;
+pub mod signature;
 pub mod url;

@@ -1,8 +1,11 @@
 //! Known findings of a SUT (`--baseline FILE`), as in the MCP conformance suite's
-//! expected-failures file: a finding of an (op, rule) the baseline lists keeps the run green and
-//! is counted, not shrunk again; a new one fails the run; a listed one the run did not reach is
-//! reported (a fuzz campaign that missed a finding has not shown it fixed: a longer run, or the
-//! fix's own test, tells). `cargo xtask matrix` passes each runtime's unit baseline here, so the
+//! expected-failures file, remembered by cause: an entry matches a finding's signature (its
+//! kind, what the SUT did and the features of the input that trigger it, `oracle::signature`),
+//! not its rule, so a second bug under a known rule is new and fails the run. A known finding is
+//! counted, not shrunk again; an entry the run did not reach is reported (a fuzz campaign that
+//! missed a finding has not shown it fixed: a longer run, or the fix's own test, tells). An entry
+//! never lowers the class of a finding whose evidence says bug, unless it cites the page, setting
+//! or thread where the runtime documents the behaviour (`docs`: the spec's hardening). `cargo xtask matrix` passes each runtime's unit baseline here, so the
 //! matrix, `normfuzz conform` and a runtime's own CI judge with this one code; the e2e level's
 //! baselines, keyed by scenario case and layer, are `runner::e2e::baseline`.
 
@@ -13,6 +16,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::oracle::signature::Signature;
 use crate::protocol::Op;
 use crate::rule::Rule;
 use crate::runner::campaign::Finding;
@@ -25,23 +29,30 @@ pub struct Baseline {
     pub known: Vec<Known>,
 }
 
-/// One known finding: the findings of `rule` on `op` of the listed kinds, or of every kind when
-/// none is listed (the matrix's hand-written entries: one per op and rule).
+/// One known cause: the findings of `rule` on `op` that its signature covers.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Known {
     #[serde(default = "default_op")]
     pub op: Op,
     pub rule: Rule,
-    /// The finding kinds it keeps green (a finding's `kind`, the dedup key's data-free part):
-    /// a new way to break a known rule is then new. `--write-baseline` lists them.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub kinds: Vec<String>,
     /// The impact class read in the SUT's code (`runner::impact`).
     pub class: Class,
     /// The root cause, a short id shared by the entries of one behaviour.
     pub cause: String,
     pub reason: String,
+    /// Where in the SUT's code the behaviour was read (file and function).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub evidence: String,
+    /// For a documented behaviour (hardening): the doc page, setting or tracker thread, and
+    /// what a user should change.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub docs: String,
+    /// The findings it knows: kind, action, and the features their input must have. Without
+    /// one, the entry knows every finding of its op and rule (written before signatures; the
+    /// report counts what such entries cover).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<Signature>,
 }
 
 /// The op of an entry that names none: the matrix's first baselines were all of tool results.
@@ -67,6 +78,28 @@ pub struct Judgement {
     pub new: u64,
     /// Entries whose op the campaign judged and whose finding it did not show.
     pub not_reached: Vec<Known>,
+    /// Known findings whose class derived from the run's evidence is not the entry's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disagreements: Vec<Disagreement>,
+    /// Known findings matched by an entry without a signature (rule-wide).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub rule_wide: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// A known finding whose evidence gives another class than its entry.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disagreement {
+    pub finding: String,
+    pub cause: String,
+    pub entry: Class,
+    pub derived: Class,
+    /// The class the finding keeps: the entry's, unless that would lower a bug without a
+    /// documented reason.
+    pub kept: Class,
 }
 
 impl Judgement {
@@ -76,14 +109,19 @@ impl Judgement {
         (self.known, self.new) = (standing(Standing::Known), standing(Standing::New));
     }
 
-    /// `N new, N known, N not reached`, as every report's headline says it.
+    /// `N new, N known, N not reached`, as every report's headline says it (and the class
+    /// disagreements, when there are some).
     pub fn counts(&self) -> String {
-        format!(
+        let mut counts = format!(
             "{} new, {} known, {} not reached",
             self.new,
             self.known,
             self.not_reached.len()
-        )
+        );
+        if !self.disagreements.is_empty() {
+            let _ = write!(counts, ", {} class disagreements", self.disagreements.len());
+        }
+        counts
     }
 }
 
@@ -108,36 +146,71 @@ impl Baseline {
         Ok(baseline)
     }
 
-    /// The entry that knows findings of `rule` on `op` of `kind`.
-    pub fn entry(&self, op: Op, rule: Rule, kind: &str) -> Option<&Known> {
-        self.known.iter().find(|k| k.covers(op, rule, kind))
+    /// The index of the entry that knows a finding of `rule` on `op` with `signature`.
+    pub fn position(&self, op: Op, rule: Rule, signature: &Signature) -> Option<usize> {
+        self.known
+            .iter()
+            .position(|k| k.covers(op, rule, signature))
     }
 
-    pub fn knows(&self, op: Op, rule: Rule, kind: &str) -> bool {
-        self.entry(op, rule, kind).is_some()
+    pub fn entry(&self, op: Op, rule: Rule, signature: &Signature) -> Option<&Known> {
+        self.position(op, rule, signature).map(|i| &self.known[i])
     }
 
     /// Judges `findings` of a campaign that judged `ops`: each gate finding is known or new (a
-    /// divergence is neither), and a known one takes the class and cause read in the SUT's
-    /// code, which outrank the ones derived from evidence; `file` names the baseline in the
-    /// report.
+    /// divergence is neither). A known one takes its entry's cause, and its class unless the
+    /// evidence says bug and the entry cites no documented behaviour; a new one keeps its derived
+    /// class and gets a cause drafted from its signature. `file` names the baseline in reports.
     pub fn judge(&self, file: &str, findings: &mut [Finding], ops: &BTreeSet<Op>) -> Judgement {
+        let mut disagreements = Vec::new();
+        let mut rule_wide = 0;
         for f in findings.iter_mut().filter(|f| f.gate) {
-            let Some(known) = self.entry(f.op, f.rule, &f.kind) else {
+            let Some(known) = self.entry(f.op, f.rule, &f.signature) else {
                 f.baseline = Some(Standing::New);
+                f.cause = Some(drafted_cause(&f.signature));
                 continue;
             };
             f.baseline = Some(Standing::Known);
-            f.impact = Some(Impact {
-                class: known.class,
-                why: format!("known ({}): {}", known.cause, known.reason),
-            });
+            f.cause = Some(known.cause.clone());
+            rule_wide += u64::from(known.signature.is_none());
+            let derived = f.impact.as_ref().map(|i| i.class);
+            let lowers_a_bug =
+                derived == Some(Class::Bug) && known.class != Class::Bug && known.docs.is_empty();
+            let kept = if lowers_a_bug {
+                Class::Bug
+            } else {
+                known.class
+            };
+            if let Some(derived) = derived.filter(|d| *d != known.class) {
+                disagreements.push(Disagreement {
+                    finding: f.id.clone(),
+                    cause: known.cause.clone(),
+                    entry: known.class,
+                    derived,
+                    kept,
+                });
+            }
+            let why = match lowers_a_bug {
+                true => format!(
+                    "known ({}), but its evidence says bug and the entry ({}) cites no documented \
+                     behaviour: {}",
+                    known.cause,
+                    known.class,
+                    f.impact.as_ref().map_or("", |i| i.why.as_str())
+                ),
+                false => format!("known ({}): {}", known.cause, known.reason),
+            };
+            f.impact = Some(Impact { class: kept, why });
         }
         let not_reached = self
             .known
             .iter()
             .filter(|k| ops.contains(&k.op))
-            .filter(|k| !findings.iter().any(|f| k.covers(f.op, f.rule, &f.kind)))
+            .filter(|k| {
+                !findings
+                    .iter()
+                    .any(|f| k.covers(f.op, f.rule, &f.signature))
+            })
             .cloned()
             .collect();
         let mut judged = Judgement {
@@ -145,6 +218,8 @@ impl Baseline {
             known: 0,
             new: 0,
             not_reached,
+            disagreements,
+            rule_wide,
         };
         judged.recount(findings);
         judged
@@ -152,60 +227,79 @@ impl Baseline {
 }
 
 impl Known {
-    fn covers(&self, op: Op, rule: Rule, kind: &str) -> bool {
+    fn covers(&self, op: Op, rule: Rule, signature: &Signature) -> bool {
         self.op == op
             && self.rule == rule
-            && (self.kinds.is_empty() || self.kinds.iter().any(|k| k == kind))
+            && self.signature.as_ref().is_none_or(|s| s.covers(signature))
     }
 }
 
-/// A baseline that knows every gate finding of a run (`--write-baseline`): the entries of
-/// `existing` (the baseline the run read) kept as they are, reasons and all, then one new entry
-/// per (op, rule) of the findings it did not know, listing their kinds, its class the derived
-/// one, its cause and reason to be filled in from the SUT's code (a baseline whose reasons
-/// nobody read is a list of ignored bugs).
+/// A cause id for a finding no entry knows: its kind and what the SUT did.
+pub fn drafted_cause(signature: &Signature) -> String {
+    cause_id(&format!("{} {}", signature.kind, signature.action.as_str()))
+}
+
+/// A baseline that knows every gate finding of a run that fails it (`--write-baseline`): the
+/// entries of `existing` (the baseline the run read) kept as they are, reasons and all, then one
+/// new entry per distinct signature of the findings it did not know, its class the derived one,
+/// its cause, evidence and reason to be filled in from the SUT's code (a baseline whose reasons
+/// nobody read is a list of ignored bugs). A spec-class finding (the information kept in another
+/// form) fails no run and gets no entry.
 pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -> String {
     let mut out = format!(
         "# Known findings of `{command}`, drafted by `normfuzz conform --write-baseline`.\n\
-         # For each entry, read the SUT's code and replace `cause` (a short id shared by the\n\
-         # entries of one root cause) and `reason` (why it is real, or why it is accepted);\n\
-         # `class` is the one derived from the run's evidence: correct it if the code says\n\
-         # otherwise (bug, hardening or spec: see the spec's \"Impact classes\"). `kinds` are the\n\
-         # ways of breaking the rule it keeps green (another is new); without it, every kind.\n"
+         # One entry per cause: its signature is the finding's kind, what the SUT did (`action`)\n\
+         # and the features of the minimal input that trigger it; a finding it does not cover is\n\
+         # new, even under a known rule. For each entry, read the SUT's code and fill in `cause`\n\
+         # (a short id shared by the entries of one root cause), `evidence` (the code path) and\n\
+         # `reason` (why it is real, or why it is accepted). `class` is the one derived from the\n\
+         # run's evidence: correct it if the code says otherwise (bug, hardening or spec: see the\n\
+         # spec's \"Impact classes\"); a bug becomes hardening only with `docs` (the page,\n\
+         # setting or tracker thread that documents the behaviour, and what a user should change).\n"
     );
     for known in existing.into_iter().flat_map(|b| &b.known) {
-        let entry = toml::to_string(known).unwrap_or_default();
-        let _ = write!(out, "\n[[known]]\n{entry}");
+        out += &entry_toml(known);
     }
-    let knows = |f: &Finding| existing.is_some_and(|b| b.knows(f.op, f.rule, &f.kind));
-    let new: Vec<&Finding> = findings.iter().filter(|f| f.gate && !knows(f)).collect();
+    let knows =
+        |f: &Finding| existing.is_some_and(|b| b.position(f.op, f.rule, &f.signature).is_some());
+    let class = |f: &Finding| f.impact.as_ref().map_or(Class::Bug, |i| i.class);
     let mut seen = BTreeSet::new();
-    for f in &new {
-        if !seen.insert((f.op, f.rule)) {
+    for f in findings
+        .iter()
+        .filter(|f| f.gate && !knows(f) && class(f) != Class::Spec)
+    {
+        if !seen.insert((f.op, f.rule, &f.signature)) {
             continue;
         }
-        let kinds: Vec<&str> = new
-            .iter()
-            .filter(|g| (g.op, g.rule) == (f.op, f.rule))
-            .map(|g| g.kind.as_str())
-            .collect();
-        let class = f.impact.as_ref().map_or(Class::Bug, |i| i.class);
         let known = Known {
             op: f.op,
             rule: f.rule,
-            kinds: kinds.iter().map(|k| k.to_string()).collect(),
-            class,
-            cause: cause_id(&f.kind),
+            class: class(f),
+            cause: drafted_cause(&f.signature),
             reason: format!(
                 "TODO: read in the SUT's code. Found, e.g.: {} (finding {})",
                 crate::excerpt::bounded(&f.detail, 200),
                 f.id
             ),
+            evidence: "TODO: the SUT's file and function".into(),
+            docs: String::new(),
+            signature: Some(f.signature.clone()),
         };
-        let entry = toml::to_string(&known).unwrap_or_default();
-        let _ = write!(out, "\n[[known]]\n{entry}");
+        out += &entry_toml(&known);
     }
     out
+}
+
+/// One entry as TOML, its signature a `[known.signature]` table under its `[[known]]`.
+fn entry_toml(known: &Known) -> String {
+    #[derive(Serialize)]
+    struct One<'a> {
+        known: [&'a Known; 1],
+    }
+    format!(
+        "\n{}",
+        toml::to_string(&One { known: [known] }).unwrap_or_default()
+    )
 }
 
 /// A finding kind as a cause id: lower-case letters, digits and dashes.
@@ -235,57 +329,134 @@ fn is_cause_id(cause: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oracle::signature::Action;
     use crate::protocol::Answer;
 
-    fn finding(op: Op, rule: Rule, gate: bool, kind: &str) -> Finding {
-        crate::runner::shrink::finding(
+    fn sig(kind: &str, action: Action, features: &[&str]) -> Signature {
+        Signature {
+            kind: kind.into(),
+            action,
+            features: features.iter().map(|f| f.to_string()).collect(),
+        }
+    }
+
+    fn finding(op: Op, rule: Rule, gate: bool, signature: Signature) -> Finding {
+        let mut f = crate::runner::shrink::finding(
             op,
             crate::oracle::judge::Violation {
                 rule,
                 gate,
-                kind: kind.into(),
+                kind: signature.kind.clone(),
                 detail: "a kept MEDIA: line".into(),
             },
+            signature,
             serde_json::json!({"text": "x"}),
             Answer::Output(serde_json::json!({})),
             Answer::Output(serde_json::json!({})),
             1,
             0,
-        )
+        );
+        f.id = crate::runner::shrink::finding_id(f.op, f.rule, &f.signature);
+        f
+    }
+
+    fn entry(rule: Rule, class: &str, cause: &str, signature: Option<&Signature>) -> String {
+        let mut text = format!(
+            "[[known]]\nrule = \"{rule}\"\nclass = \"{class}\"\ncause = \"{cause}\"\nreason = \"r\"\n"
+        );
+        if let Some(s) = signature {
+            text += &format!("[known.signature]\n{}", toml::to_string(s).unwrap());
+        }
+        text
+    }
+
+    /// The bug the issue names: a second cause under a known rule and kind passes as known when
+    /// entries are rule-wide; with signatures it is new, and the first one stays known.
+    #[test]
+    fn a_second_cause_under_a_known_rule_is_new() {
+        let wrapped = sig(
+            "text lost or changed",
+            Action::JsonWrapped,
+            &["block:text", "structuredContent"],
+        );
+        let baseline =
+            Baseline::parse(&entry(Rule::F2, "spec", "wraps-json", Some(&wrapped))).unwrap();
+        let ops = BTreeSet::from([Op::CoerceToolResult]);
+        let mut with_meta = wrapped.clone();
+        with_meta.features.push("_meta".into());
+        let mut findings = [
+            // Its own cause, on an input with one more feature: known.
+            finding(Op::CoerceToolResult, Rule::F2, true, with_meta),
+            // The same kind, the text really lost: new.
+            finding(
+                Op::CoerceToolResult,
+                Rule::F2,
+                true,
+                sig(
+                    "text lost or changed",
+                    Action::Dropped,
+                    &["block:text", "isError"],
+                ),
+            ),
+            // The same kind and action, another trigger: new.
+            finding(
+                Op::CoerceToolResult,
+                Rule::F2,
+                true,
+                sig(
+                    "text lost or changed",
+                    Action::JsonWrapped,
+                    &["block:text", "_meta"],
+                ),
+            ),
+        ];
+        let judged = baseline.judge("b.toml", &mut findings, &ops);
+        assert_eq!((judged.known, judged.new), (1, 2));
+        assert_eq!(findings[0].cause.as_deref(), Some("wraps-json"));
+        assert_eq!(findings[1].baseline, Some(Standing::New));
+        assert_eq!(
+            findings[1].cause.as_deref(),
+            Some("text-lost-or-changed-dropped")
+        );
+        assert!(judged.not_reached.is_empty());
+        // A rule-wide entry (no signature) knows them all, and the report counts it.
+        let wide = Baseline::parse(&entry(Rule::F2, "spec", "old", None)).unwrap();
+        let judged = wide.judge("b.toml", &mut findings, &ops);
+        assert_eq!((judged.known, judged.new, judged.rule_wide), (3, 0, 3));
     }
 
     #[test]
     fn known_new_and_not_reached() {
-        let baseline = Baseline::parse(
-            "[[known]]\nop = \"neutralize_text\"\nrule = \"S1\"\nclass = \"hardening\"\n\
-             cause = \"keeps-lines\"\nreason = \"r\"\n\
-             [[known]]\nrule = \"F1\"\nclass = \"bug\"\ncause = \"drops-images\"\nreason = \"r\"\n\
-             [[known]]\nop = \"parse_reply\"\nrule = \"S3\"\nclass = \"bug\"\ncause = \"c\"\n\
-             reason = \"r\"\n",
-        )
-        .unwrap();
-        assert!(baseline.knows(Op::NeutralizeText, Rule::S1, "any kind"));
-        assert!(
-            baseline.knows(Op::CoerceToolResult, Rule::F1, "k"),
-            "an entry without op is of coerce_tool_result"
-        );
-        assert!(!baseline.knows(Op::CoerceToolResult, Rule::S1, "k"));
+        let kept = sig("directive line in a text", Action::Kept, &["lead:none"]);
+        let text = entry(Rule::S1, "hardening", "keeps-lines", Some(&kept))
+            .replace("[[known]]\n", "[[known]]\nop = \"neutralize_text\"\n")
+            + &entry(
+                Rule::F1,
+                "bug",
+                "drops-images",
+                Some(&sig("k", Action::Dropped, &[])),
+            )
+            + &entry(Rule::S3, "bug", "c", Some(&sig("k", Action::Kept, &[])))
+                .replace("[[known]]\n", "[[known]]\nop = \"parse_reply\"\n");
+        let baseline = Baseline::parse(&text).unwrap();
         let mut findings = [
-            finding(Op::NeutralizeText, Rule::S1, true, "kept"),
-            finding(Op::NeutralizeText, Rule::S1, true, "other kind, same rule"),
-            finding(Op::CoerceToolResult, Rule::S2, true, "new"),
+            finding(Op::NeutralizeText, Rule::S1, true, kept.clone()),
+            finding(
+                Op::CoerceToolResult,
+                Rule::S2,
+                true,
+                sig("new", Action::Kept, &[]),
+            ),
             finding(
                 Op::CoerceToolResult,
                 Rule::C4,
                 false,
-                "a divergence is never new",
+                sig("a divergence is never new", Action::Other, &[]),
             ),
         ];
         let ops = BTreeSet::from([Op::NeutralizeText, Op::CoerceToolResult]);
         let judged = baseline.judge("b.toml", &mut findings, &ops);
-        assert_eq!((judged.known, judged.new), (2, 1));
-        // Each finding carries its standing; a known one the class and cause read in the code.
-        assert_eq!(findings[0].baseline, Some(Standing::Known));
+        assert_eq!((judged.known, judged.new), (1, 1));
         let impact = findings[0].impact.as_ref().unwrap();
         assert_eq!(impact.class, Class::Hardening);
         assert!(
@@ -293,32 +464,50 @@ mod tests {
             "{}",
             impact.why
         );
-        assert_eq!(findings[2].baseline, Some(Standing::New));
-        assert_eq!(findings[3].baseline, None, "a divergence is neither");
+        assert_eq!(findings[2].baseline, None, "a divergence is neither");
         // F1 was judged and not found; parse_reply did not run, so its entry is not listed.
         assert_eq!(judged.not_reached.len(), 1);
         assert_eq!(judged.not_reached[0].rule, Rule::F1);
     }
 
-    /// An entry that lists kinds keeps only those green: another way to break the rule is new.
+    /// An entry never lowers a finding whose evidence says bug, unless it cites the documented
+    /// behaviour; every difference is a disagreement the report shows.
     #[test]
-    fn listed_kinds_narrow_an_entry() {
-        let baseline = Baseline::parse(
-            "[[known]]\nop = \"neutralize_text\"\nrule = \"S1\"\nkinds = [\"kept\"]\n\
-             class = \"hardening\"\ncause = \"keeps-lines\"\nreason = \"r\"\n",
-        )
-        .unwrap();
-        assert!(baseline.knows(Op::NeutralizeText, Rule::S1, "kept"));
-        assert!(!baseline.knows(Op::NeutralizeText, Rule::S1, "another kind"));
-        let ops = BTreeSet::from([Op::NeutralizeText]);
-        let mut other = [finding(Op::NeutralizeText, Rule::S1, true, "another kind")];
-        let judged = baseline.judge("b.toml", &mut other, &ops);
-        assert_eq!((judged.known, judged.new), (0, 1));
-        assert_eq!(judged.not_reached.len(), 1, "its own kind was not seen");
-        // Drafting again keeps the entry and adds one for the new kind only.
-        let again = Baseline::parse(&draft(&other, "sut", Some(&baseline))).unwrap();
-        assert_eq!(again.known.len(), 2);
-        assert_eq!(again.known[1].kinds, ["another kind"]);
+    fn an_entry_never_lowers_a_bug_without_docs() {
+        let s = sig("text lost or changed", Action::Dropped, &["block:text"]);
+        let ops = BTreeSet::from([Op::CoerceToolResult]);
+        let derived_bug = || {
+            let mut f = finding(Op::CoerceToolResult, Rule::F2, true, s.clone());
+            f.impact = Some(Impact {
+                class: Class::Bug,
+                why: "text lost".into(),
+            });
+            [f]
+        };
+        let spec = Baseline::parse(&entry(Rule::F2, "spec", "c", Some(&s))).unwrap();
+        let mut findings = derived_bug();
+        let judged = spec.judge("b.toml", &mut findings, &ops);
+        assert_eq!(findings[0].impact.as_ref().unwrap().class, Class::Bug);
+        assert_eq!(judged.disagreements.len(), 1);
+        assert_eq!(judged.disagreements[0].kept, Class::Bug);
+        assert!(
+            judged.counts().ends_with("1 class disagreements"),
+            "{}",
+            judged.counts()
+        );
+        let documented = entry(Rule::F2, "hardening", "c", Some(&s)).replace(
+            "reason = \"r\"\n",
+            "reason = \"r\"\ndocs = \"docs/settings.md: keep_text\"\n",
+        );
+        let documented = Baseline::parse(&documented).unwrap();
+        let mut findings = derived_bug();
+        let judged = documented.judge("b.toml", &mut findings, &ops);
+        assert_eq!(findings[0].impact.as_ref().unwrap().class, Class::Hardening);
+        assert_eq!(judged.disagreements[0].kept, Class::Hardening);
+        let undocumented = Baseline::parse(&entry(Rule::F2, "hardening", "c", Some(&s))).unwrap();
+        let mut findings = derived_bug();
+        undocumented.judge("b.toml", &mut findings, &ops);
+        assert_eq!(findings[0].impact.as_ref().unwrap().class, Class::Bug);
     }
 
     #[test]
@@ -331,42 +520,79 @@ mod tests {
             "[[known]]\nrule = \"F1\"\nclass = \"bug\"\ncause = \"a b\"\nreason = \"r\"\n";
         let err = Baseline::parse(bad_cause).unwrap_err();
         assert!(format!("{err:#}").contains("short id"), "{err:#}");
+        let bad_action = format!(
+            "{}[known.signature]\nkind = \"k\"\naction = \"vanished\"\n",
+            entry(Rule::F1, "bug", "c", None)
+        );
+        assert!(Baseline::parse(&bad_action).is_err());
     }
 
     #[test]
     fn a_drafted_baseline_knows_the_run_it_came_from() {
+        let kept = sig(
+            "kept_directive: MEDIA",
+            Action::Kept,
+            &["lead:none", "word:lower"],
+        );
         let mut findings = [
-            finding(Op::NeutralizeText, Rule::S1, true, "kept_directive: MEDIA"),
-            finding(Op::NeutralizeText, Rule::S1, true, "another kind"),
-            finding(Op::CoerceToolResult, Rule::C4, false, "divergence"),
+            finding(Op::NeutralizeText, Rule::S1, true, kept.clone()),
+            finding(Op::NeutralizeText, Rule::S1, true, kept.clone()),
+            finding(
+                Op::NeutralizeText,
+                Rule::S1,
+                true,
+                sig("kept_directive: MEDIA", Action::Kept, &["lead:control"]),
+            ),
+            finding(
+                Op::CoerceToolResult,
+                Rule::C4,
+                false,
+                sig("divergence", Action::Other, &[]),
+            ),
         ];
-        let text = draft(&findings, "python3 shim.py", None);
+        let mut spec = finding(
+            Op::CoerceToolResult,
+            Rule::F2,
+            true,
+            sig("t", Action::JsonWrapped, &[]),
+        );
+        spec.impact = Some(Impact {
+            class: Class::Spec,
+            why: "another form".into(),
+        });
+        let text = draft(&[&findings[..], &[spec]].concat(), "python3 shim.py", None);
         let baseline = Baseline::parse(&text).unwrap();
         assert_eq!(
             baseline.known.len(),
-            1,
-            "one entry per (op, rule), gate only"
+            2,
+            "one entry per signature, gate only, no spec entry:\n{text}"
         );
-        assert_eq!(baseline.known[0].cause, "kept-directive-media");
+        assert_eq!(baseline.known[0].cause, "kept-directive-media-kept");
+        assert_eq!(baseline.known[0].signature.as_ref(), Some(&kept));
         assert!(baseline.known[0].reason.starts_with("TODO"));
         // Drafted again over a baseline whose reason was filled in: the entry is kept as
         // written, and only a finding it does not know gets a new one.
         let mut read = baseline.clone();
         read.known[0].reason = "read in neutralize.js: accepted".into();
         let more = [
-            finding(Op::NeutralizeText, Rule::S1, true, "kept_directive: MEDIA"),
-            finding(Op::CoerceToolResult, Rule::S2, true, "image without data"),
+            finding(Op::NeutralizeText, Rule::S1, true, kept.clone()),
+            finding(
+                Op::CoerceToolResult,
+                Rule::S2,
+                true,
+                sig("image without data", Action::Kept, &[]),
+            ),
         ];
         let again = Baseline::parse(&draft(&more, "python3 shim.py", Some(&read))).unwrap();
-        assert_eq!(again.known.len(), 2);
+        assert_eq!(again.known.len(), 3);
         assert_eq!(again.known[0], read.known[0]);
         assert_eq!(
-            (again.known[1].op, again.known[1].rule),
+            (again.known[2].op, again.known[2].rule),
             (Op::CoerceToolResult, Rule::S2)
         );
         let ops = BTreeSet::from([Op::NeutralizeText, Op::CoerceToolResult]);
         let judged = baseline.judge("b.toml", &mut findings, &ops);
-        assert_eq!((judged.known, judged.new), (2, 0));
+        assert_eq!((judged.known, judged.new), (3, 0));
         assert!(judged.not_reached.is_empty());
     }
 }

@@ -3,13 +3,14 @@
 //!
 //! Deterministic for a given seed and job count: job `j` draws from its own RNG seeded with
 //! `(seed, j)`. Cases are sent in batches so a subprocess SUT is pipelined. A failure is
-//! deduplicated by (op, rule, kind) before it is shrunk, so a bug found ten thousand times is
-//! shrunk once.
+//! deduplicated by cause before it is shrunk, so a bug found ten thousand times is shrunk once:
+//! by (op, rule, kind, what the SUT did) while its first case shrinks, then also by the features
+//! of the minimal input (`oracle::signature`), so a second bug of the same kind and action with
+//! another trigger becomes a finding of its own (`MAX_CAUSES` per kind and action).
 //!
 //! While the jobs run, the calling thread samples the progress counters into a bounded time
 //! series (`Outcome::timeline`) for the report's throughput and coverage plots.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
@@ -28,6 +29,7 @@ use super::baseline::{Baseline, Judgement, Standing};
 use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
+use crate::oracle::signature::{Action, Signature};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 use crate::runner::sut::{Sut, Wait};
@@ -38,6 +40,9 @@ pub use super::shrink::{finding_id, replay};
 /// divergence, never a gate failure.
 pub const DEFAULT_FAIL_ON: [Class; 2] = [Class::Bug, Class::Hardening];
 
+/// Findings of one (op, rule, kind, action) with distinct triggers, at most: past it, cases join
+/// the first, so a SUT that fails everything costs a bounded number of shrinks.
+const MAX_CAUSES: usize = 4;
 /// Cases sent to the SUT at once.
 const BATCH: usize = 128;
 /// The share of a job's time its SUT's hangs may cost before the cases of the ops that hung are
@@ -97,14 +102,21 @@ impl Shard {
 /// One distinct bug: the minimal input that shows it, both answers, and the rule.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Finding {
-    /// Stable id: op, rule and a hash of the kind.
+    /// Stable id: op, rule and a hash of the signature.
     pub id: String,
     pub op: Op,
     pub rule: Rule,
     pub gate: bool,
     pub kind: String,
     pub detail: String,
-    /// How many generated cases hit this (op, rule, kind) before dedup.
+    /// What tells its cause from others under the rule: kind, what the SUT did and the
+    /// features of its (minimal) input (reports from before signatures: the default).
+    #[serde(default)]
+    pub signature: Signature,
+    /// The cause it is counted under: its baseline entry's, or one drafted from its signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// How many generated cases hit this cause before dedup.
     pub hits: u64,
     pub input: Value,
     pub sut: Answer,
@@ -222,7 +234,11 @@ impl Outcome {
     /// Classes every finding by its evidence and `profile`.
     pub fn classify(&mut self, profile: &Profile) {
         for f in &mut self.findings {
-            let evidence = Evidence::of_case(f.op, &f.input, &f.sut);
+            let action = f.signature.action;
+            let evidence = Evidence {
+                kept_as: action.keeps_information().then(|| action.as_str()),
+                ..Evidence::of_case(f.op, &f.input, &f.sut)
+            };
             f.impact = Some(derive(f.rule, &evidence, profile));
         }
     }
@@ -332,7 +348,8 @@ impl std::ops::AddAssign for Faults {
 struct Shared<'a> {
     campaign: &'a Campaign,
     deadline: Option<Instant>,
-    findings: Mutex<HashMap<(Op, Rule, String), Finding>>,
+    /// By the index a shrink request names; a withdrawn one is `None`.
+    findings: Mutex<Vec<Option<Tracked>>>,
     tallies: Mutex<BTreeMap<Op, Tally>>,
     /// `answer_shape` of every reference answer so far, per op.
     shapes: Mutex<HashSet<(Op, u64)>>,
@@ -362,7 +379,7 @@ pub fn run<S: Sut>(
     let shared = Shared {
         campaign,
         deadline: campaign.time.map(|t| started + t),
-        findings: Mutex::new(HashMap::new()),
+        findings: Mutex::new(Vec::new()),
         tallies: Mutex::new(BTreeMap::new()),
         shapes: Mutex::new(HashSet::new()),
         progress,
@@ -431,12 +448,7 @@ pub fn run<S: Sut>(
         Ok(timeline)
     })?;
     timeline.push(sample(&shared, started));
-    let mut findings: Vec<Finding> = shared
-        .findings
-        .into_inner()
-        .unwrap_or_default()
-        .into_values()
-        .collect();
+    let mut findings = settle(shared.findings.into_inner().unwrap_or_default());
     findings.sort_by(|a, b| {
         b.gate
             .cmp(&a.gate)
@@ -553,9 +565,49 @@ fn rng_for(seed: u64, job: u64) -> TestRng {
 
 /// A new finding for the job's shrinker: the case is drawn again there from the job's RNG as it
 /// was before the batch (a proptest value tree cannot leave its thread).
+/// A finding being collected, and what places later cases under it.
+struct Tracked {
+    finding: Finding,
+    /// The campaign baseline's entry that knows it, by index: such a finding is not shrunk.
+    entry: Option<usize>,
+    /// Its signature is its minimal input's: a later case joins it only with its features.
+    settled: bool,
+}
+
+impl Tracked {
+    /// Whether a case of `op` and `signature` that `entry` knows (or none) is this cause.
+    fn takes(&self, op: Op, rule: Rule, signature: &Signature, entry: Option<usize>) -> bool {
+        let f = &self.finding;
+        f.op == op
+            && f.rule == rule
+            && f.signature.kind == signature.kind
+            && f.signature.action == signature.action
+            && self.entry == entry
+            && (entry.is_some() || !self.settled || f.signature.covers(signature))
+    }
+}
+
+/// The findings of a campaign, each with its final id; two that shrank to one signature are one.
+fn settle(tracked: Vec<Option<Tracked>>) -> Vec<Finding> {
+    let mut findings: Vec<Finding> = Vec::new();
+    for mut f in tracked.into_iter().flatten().map(|t| t.finding) {
+        f.id = finding_id(f.op, f.rule, &f.signature);
+        match findings.iter_mut().find(|g| g.id == f.id) {
+            Some(g) => {
+                g.hits += f.hits;
+                g.first_seen_ms = g.first_seen_ms.min(f.first_seen_ms);
+            }
+            None => findings.push(f),
+        }
+    }
+    findings
+}
+
 struct ShrinkRequest {
-    key: (Op, Rule, String),
+    key: usize,
     violation: Violation,
+    /// What the SUT did: shrinking keeps it.
+    action: Action,
     rng: TestRng,
     /// The number of the batch's first case, and the case's place among the batch's draws.
     first: u64,
@@ -678,44 +730,69 @@ fn job_loop<S: Sut>(
             else {
                 continue;
             };
-            let key = (op, violation.rule, violation.kind.clone());
+            let signature = Signature::of(op, &case.input, &case.answer, expected, violation);
+            // A known cause costs its count only: it is neither shrunk nor told apart further.
+            let entry = campaign
+                .baseline
+                .as_ref()
+                .filter(|_| violation.gate)
+                .and_then(|b| b.position(op, violation.rule, &signature));
             let mut findings = shared
                 .findings
                 .lock()
                 .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
-            match findings.entry(key.clone()) {
-                Entry::Occupied(mut found) => found.get_mut().hits += 1,
-                // Listed at once, as found; the shrinker makes it smaller meanwhile.
-                Entry::Vacant(slot) => {
-                    slot.insert(super::shrink::finding(
-                        op,
-                        violation.clone(),
-                        case.input.clone(),
-                        case.answer.clone(),
-                        expected.clone(),
-                        campaign.seed,
-                        shared.started.elapsed().as_millis() as u64,
-                    ));
-                    drop(findings);
-                    shared.progress.findings.fetch_add(1, Ordering::Relaxed);
-                    let known = campaign.baseline.as_ref().is_some_and(|b| {
-                        violation.gate && b.knows(op, violation.rule, &violation.kind)
-                    });
-                    if known {
-                        continue;
-                    }
-                    // A shrinker that is gone (it failed) is reported when it is joined.
-                    let _ = shrinks.send(ShrinkRequest {
-                        key,
-                        violation: violation.clone(),
-                        rng: rng.clone(),
-                        first,
-                        index: case.index,
-                        hang: case.answer.is_hang(),
-                        wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
-                    });
-                }
+            let rule = violation.rule;
+            let same = |t: &&mut Tracked| {
+                t.finding.op == op
+                    && t.finding.rule == rule
+                    && t.finding.signature.kind == signature.kind
+                    && t.finding.signature.action == signature.action
+                    && t.entry.is_none()
+            };
+            let crowded =
+                entry.is_none() && findings.iter_mut().flatten().filter(same).count() >= MAX_CAUSES;
+            let joined = findings
+                .iter_mut()
+                .flatten()
+                .find(|t| t.takes(op, rule, &signature, entry) || (crowded && same(t)));
+            if let Some(found) = joined {
+                found.finding.hits += 1;
+                continue;
             }
+            // Listed at once, as found; the shrinker makes it smaller meanwhile.
+            let action = signature.action;
+            let finding = super::shrink::finding(
+                op,
+                violation.clone(),
+                signature,
+                case.input.clone(),
+                case.answer.clone(),
+                expected.clone(),
+                campaign.seed,
+                shared.started.elapsed().as_millis() as u64,
+            );
+            let key = findings.len();
+            findings.push(Some(Tracked {
+                finding,
+                entry,
+                settled: false,
+            }));
+            drop(findings);
+            shared.progress.findings.fetch_add(1, Ordering::Relaxed);
+            if entry.is_some() {
+                continue;
+            }
+            // A shrinker that is gone (it failed) is reported when it is joined.
+            let _ = shrinks.send(ShrinkRequest {
+                key,
+                action,
+                violation: violation.clone(),
+                rng: rng.clone(),
+                first,
+                index: case.index,
+                hang: case.answer.is_hang(),
+                wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
+            });
         }
         let all_running = shared.running.load(Ordering::SeqCst) == campaign.jobs.max(1) as u64;
         if all_running
@@ -844,7 +921,15 @@ fn shrink_loop<S: Sut>(
         for n in request.first + 1..=request.first + request.index as u64 {
             tree = draws.tree(n, &mut runner)?;
         }
-        let op = request.key.0;
+        let Some(op) = shared
+            .findings
+            .lock()
+            .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?
+            .get(request.key)
+            .and_then(|t| t.as_ref().map(|t| t.finding.op))
+        else {
+            continue;
+        };
         let shrinking = Instant::now();
         shared.shrinks_started.fetch_add(1, Ordering::SeqCst);
         shared.shrinking.fetch_add(1, Ordering::SeqCst);
@@ -853,6 +938,7 @@ fn shrink_loop<S: Sut>(
             op,
             tree,
             &request.violation,
+            request.action,
             request.hang,
             request.wait,
             shared.deadline,
@@ -866,9 +952,10 @@ fn shrink_loop<S: Sut>(
             .findings
             .lock()
             .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
-        let Some(found) = findings.get_mut(&request.key) else {
+        let Some(tracked) = findings.get_mut(request.key).and_then(Option::as_mut) else {
             continue;
         };
+        let found = &mut tracked.finding;
         match shrunk? {
             Shrunk::Smallest {
                 violation,
@@ -876,28 +963,64 @@ fn shrink_loop<S: Sut>(
                 sut,
                 reference,
             } => {
+                // The cause is what its minimal input shows.
+                found.signature = Signature::of(op, &input, &sut, &reference, &violation);
                 found.detail = violation.detail;
                 found.input = input;
                 found.sut = sut;
                 found.reference = reference;
+                tracked.settled = true;
             }
             Shrunk::Flaky(why) => {
                 found.detail = format!("{} (not shrunk: {why})", found.detail);
             }
             Shrunk::Slow => {
                 let hits = found.hits;
-                findings.remove(&request.key);
+                findings[request.key] = None;
                 drop(findings);
                 withdraw_hangs(shared, op, hits);
                 let _ = slow.send(op);
                 continue;
             }
         }
-        if found.gate && campaign.stop_on_gate {
+        let gate = found.gate;
+        merge_same_cause(&mut findings, request.key);
+        if gate && campaign.stop_on_gate {
             shared.stop.store(true, Ordering::Relaxed);
         }
     }
     Ok(())
+}
+
+/// A finding just shrunk to the signature of another settled one of its bucket is that one: its
+/// hits move there (a cause is counted once however many first cases it had).
+fn merge_same_cause(findings: &mut [Option<Tracked>], key: usize) {
+    let Some(just) = findings[key].as_ref().filter(|t| t.settled) else {
+        return;
+    };
+    let (signature, op, rule) = (
+        just.finding.signature.clone(),
+        just.finding.op,
+        just.finding.rule,
+    );
+    let other = findings.iter().enumerate().position(|(i, t)| {
+        i != key
+            && t.as_ref().is_some_and(|t| {
+                t.settled
+                    && t.entry.is_none()
+                    && (t.finding.op, t.finding.rule) == (op, rule)
+                    && t.finding.signature == signature
+            })
+    });
+    let Some(other) = other else {
+        return;
+    };
+    if let Some(just) = findings[key].take()
+        && let Some(into) = findings[other].as_mut()
+    {
+        into.finding.hits += just.finding.hits;
+        into.finding.first_seen_ms = into.finding.first_seen_ms.min(just.finding.first_seen_ms);
+    }
 }
 
 /// `hits` cases of `op` counted as hangs were slow cases: they pass (a later answer is not

@@ -149,6 +149,9 @@ pub struct Evidence {
     pub payload_bytes: usize,
     /// A later layer refused what this one holds (the chat channel refused the payload's file).
     pub refused_downstream: bool,
+    /// The information is all in the output in another form (JSON-escaped, merged or split
+    /// blocks: `Action::keeps_information`), named by the action.
+    pub kept_as: Option<&'static str>,
 }
 
 impl Evidence {
@@ -166,6 +169,7 @@ impl Evidence {
                 _ => 0,
             },
             refused_downstream: false,
+            kept_as: None,
         }
     }
 }
@@ -236,6 +240,12 @@ pub fn derive(rule: Rule, evidence: &Evidence, profile: &Profile) -> Impact {
                     .into(),
             )
         };
+    }
+    if let Some(form) = evidence.kept_as.filter(|_| may_be_wording(rule)) {
+        return impact(
+            Class::Spec,
+            format!("the same information in another form ({form})"),
+        );
     }
     if rule == Rule::F4 && evidence.payload_bytes > 0 {
         return impact(

@@ -1,5 +1,5 @@
 //! Shrinking: a failing case is simplified through its proptest value tree, replayed against
-//! the SUT and the reference at each step, while the same (rule, kind) still fails.
+//! the SUT and the reference at each step, while the same (rule, kind, action) still fails.
 
 use std::ops::ControlFlow;
 use std::time::{Duration, Instant};
@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::campaign::{Finding, Progress};
 use super::sut::{Sut, Wait};
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
+use crate::oracle::signature::{Action, Signature};
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
 
@@ -41,7 +42,7 @@ pub enum Shrunk {
     Slow,
 }
 
-/// Shrinks the case in `tree` while the same (rule, kind) still fails, for `SHRINK_TIME` at most
+/// Shrinks the case in `tree` while the same (rule, kind, action) still fails, for `SHRINK_TIME` at most
 /// (`HANG_SHRINK_TIME` for a hang), and never past the campaign's deadline (`until`). A hang is
 /// first confirmed: the case is sent again with the full time-out (answered, it was a slow
 /// case). The steps wait as `wait` says. The SUT's faults on the way are counted in `progress`.
@@ -51,6 +52,7 @@ pub fn shrink<S: Sut>(
     op: Op,
     mut tree: impl ValueTree<Value = Value>,
     target: &Violation,
+    action: Action,
     hang: bool,
     wait: Wait,
     until: Option<Instant>,
@@ -70,9 +72,12 @@ pub fn shrink<S: Sut>(
         else {
             return Ok(None);
         };
-        let hit = violations
-            .into_iter()
-            .find(|v| v.rule == target.rule && v.kind == target.kind);
+        // The same cause: rule, kind and what the SUT did (another action is another bug).
+        let hit = violations.into_iter().find(|v| {
+            v.rule == target.rule
+                && v.kind == target.kind
+                && crate::oracle::signature::action(op, input, &answer, v) == action
+        });
         Ok(Some(hit.map(|v| (v, answer, expected))))
     };
     let mut best_input = tree.current();
@@ -126,9 +131,11 @@ pub fn shrink<S: Sut>(
 }
 
 /// A finding of one case, found at `first_seen_ms` into the campaign.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn finding(
     op: Op,
     v: Violation,
+    signature: Signature,
     input: Value,
     sut: Answer,
     reference: Answer,
@@ -136,12 +143,14 @@ pub(super) fn finding(
     first_seen_ms: u64,
 ) -> Finding {
     Finding {
-        id: finding_id(op, v.rule, &v.kind),
+        id: finding_id(op, v.rule, &signature),
         op,
         rule: v.rule,
         gate: v.gate,
         kind: v.kind,
         detail: v.detail,
+        signature,
+        cause: None,
         hits: 1,
         input,
         sut,
@@ -153,11 +162,20 @@ pub(super) fn finding(
     }
 }
 
-/// `op-rule-hash`, stable across runs and machines (FNV-1a of the kind).
-pub fn finding_id(op: Op, rule: Rule, kind: &str) -> String {
-    let hash = kind.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
+/// `op-rule-hash`, stable across runs and machines (FNV-1a of the kind, then of the action and
+/// features).
+pub fn finding_id(op: Op, rule: Rule, signature: &Signature) -> String {
+    let fnv = |h: u64, bytes: &[u8]| {
+        bytes
+            .iter()
+            .fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3))
+    };
+    // A finding without features or action detail keeps the id it had when ids hashed the
+    // kind alone (corpus regressions are named by it).
+    let mut hash = fnv(0xcbf2_9ce4_8422_2325, signature.kind.as_bytes());
+    if signature.action != Action::Other || !signature.features.is_empty() {
+        hash = fnv(hash, signature.describe().as_bytes());
+    }
     format!("{}-{}-{:08x}", op.as_str(), rule, hash as u32)
 }
 

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use normfuzz::oracle::signature::{Action, Signature};
 use normfuzz::protocol::{Answer, Op};
 use normfuzz::rule::Rule;
 use normfuzz::runner::campaign::{Faults, Finding, Outcome, Sample, Tally};
@@ -22,6 +23,12 @@ fn outcome() -> Outcome {
         gate: true,
         kind: "directive line in the text".into(),
         detail: "MEDIA:/etc/passwd".into(),
+        signature: Signature {
+            kind: "directive line in the text".into(),
+            action: Action::Kept,
+            features: vec!["lead:hidden-or-symbol".into(), "line:after-lf".into()],
+        },
+        cause: Some("directive-line-in-the-text-kept".into()),
         hits: 40,
         input: json!({"text": HOSTILE}),
         sut: Answer::Output(json!({"text": HOSTILE})),
@@ -38,6 +45,8 @@ fn outcome() -> Outcome {
         gate: false,
         kind: "output differs from the reference".into(),
         detail: "reference: {\"allowed\":false}".into(),
+        signature: Signature::default(),
+        cause: None,
         hits: 3,
         input: json!({"url": "https://<script>.example/"}),
         sut: Answer::Output(json!({"allowed": true, "reason": "<b>fine</b>"})),

@@ -17,7 +17,7 @@ use crate::oracle::directive::{lines, may_be_directive};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 
-pub use tool_result::payloads;
+pub use tool_result::{json_readings, keeps_information, payloads};
 
 /// One broken rule on one case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -230,7 +230,7 @@ fn kept_directive_violation(line: &str) -> Violation {
 /// Whether `output` carries `input` (F2): the same lines with the same terminators, a line
 /// changed only by an inserted run of text (S1's prefix), and only where the wider reading says
 /// the line may be a directive.
-fn text_survives(input: &str, output: &str) -> bool {
+pub fn text_survives(input: &str, output: &str) -> bool {
     if input == output {
         return true;
     }

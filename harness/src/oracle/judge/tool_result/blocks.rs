@@ -251,7 +251,7 @@ fn lost_text(text: &str) -> Violation {
 
 /// The output texts, and every string inside those of them that are JSON documents, read again
 /// the same way down to three levels (a JSON list of the texts inside an error object's string).
-fn json_readings(texts: &[&str]) -> Vec<String> {
+pub fn json_readings(texts: &[&str]) -> Vec<String> {
     let mut readings: Vec<String> = texts.iter().map(|t| t.to_string()).collect();
     let mut level = readings.clone();
     for _ in 0..3 {
@@ -393,7 +393,7 @@ fn mime_head(mime: &str) -> &str {
 /// wording): verbatim as `keeps` reads it, or under a standard reversible escaping: as the
 /// content of a JSON string (JavaScript's and serde_json's escapes, or Python's `json.dumps`
 /// with every non-ASCII character escaped), or as a string of an output text read as JSON.
-fn keeps_information(text: &str, field: &str) -> bool {
+pub fn keeps_information(text: &str, field: &str) -> bool {
     if keeps(text, field) {
         return true;
     }

@@ -15,6 +15,7 @@ use crate::oracle::image::s2_problem;
 use crate::oracle::providers::provider_rejections;
 use crate::rule::Rule;
 use blocks::{blocks_match, str_field};
+pub use blocks::{json_readings, keeps_information};
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
     let Some(blocks) = output.get("content").and_then(Value::as_array) else {

@@ -1,0 +1,925 @@
+//! Cause signatures: what tells two bugs under one rule apart. A finding's signature is its
+//! kind (the judge's data-free description), what the SUT did (`Action`: dropped, JSON-wrapped,
+//! merged, re-typed, ...) and the features of the input that trigger it (block types, `isError`,
+//! `structuredContent`, `_meta`, annotations, media-type families, a directive's disguise, a
+//! URL's host form). A baseline entry matches a signature, not a rule, so a second bug under a
+//! known rule is new (`runner::baseline`).
+//!
+//! Features are coarse on purpose: a baseline entry lists the features of its minimal input and
+//! matches every finding whose input has them all, so an incidental detail of one shrunk input
+//! must not become a feature another run's input of the same cause lacks.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::directive::{self, may_be_directive};
+use super::image::is_valid_input_image;
+use super::judge::{Violation, json_readings, keeps_information, text_survives};
+use crate::protocol::{Answer, Fault, Op};
+use crate::rule::Rule;
+
+/// What the SUT did to the information a finding is about.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Action {
+    /// Gone from the output: not verbatim, not escaped, not inside a JSON text.
+    Dropped,
+    /// There, JSON-escaped or as a string of a JSON document the SUT wrote.
+    JsonWrapped,
+    /// There verbatim, joined with other blocks into fewer blocks.
+    Merged,
+    /// There, spread over more blocks than the input had.
+    Split,
+    /// There verbatim, with text of the SUT's own around or inside it.
+    Changed,
+    /// In another order.
+    Reordered,
+    /// The result became an error (`isError` set, or one error text) and the content is gone.
+    ReplacedByError,
+    /// A block of another type stands where it was (an image as text, a text as an image, a
+    /// non-text block passed on as it is, an image with another media type).
+    Retyped,
+    /// `isError` set on a result that did not have it, or cleared on one that did.
+    ErrorFlagSet,
+    ErrorFlagCleared,
+    /// A label, URI or media type of a block is missing from its placeholder.
+    DroppedLabel,
+    DroppedUri,
+    DroppedMediaType,
+    /// A base64 payload copied into text.
+    CopiedPayload,
+    /// Text the rules bound was not bounded.
+    Unbounded,
+    /// A directive line, an invalid image or a refused URL passed (the safety rules).
+    Kept,
+    /// An image carried where the rules strip it, or stripped where they keep it (retries).
+    KeptImages,
+    StrippedImages,
+    /// A crash, a hang, an answer the protocol refuses.
+    Crashed,
+    Hung,
+    Malformed,
+    /// Anything the kinds above do not describe: the kind alone tells the cause.
+    #[default]
+    Other,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Dropped => "dropped",
+            Action::JsonWrapped => "json-wrapped",
+            Action::Merged => "merged",
+            Action::Split => "split",
+            Action::Changed => "changed",
+            Action::Reordered => "reordered",
+            Action::ReplacedByError => "replaced-by-error",
+            Action::Retyped => "retyped",
+            Action::ErrorFlagSet => "error-flag-set",
+            Action::ErrorFlagCleared => "error-flag-cleared",
+            Action::DroppedLabel => "dropped-label",
+            Action::DroppedUri => "dropped-uri",
+            Action::DroppedMediaType => "dropped-media-type",
+            Action::CopiedPayload => "copied-payload",
+            Action::Unbounded => "unbounded",
+            Action::Kept => "kept",
+            Action::KeptImages => "kept-images",
+            Action::StrippedImages => "stripped-images",
+            Action::Crashed => "crashed",
+            Action::Hung => "hung",
+            Action::Malformed => "malformed",
+            Action::Other => "other",
+        }
+    }
+
+    /// The same information in another encoding (spec: "Impact classes"): a finding with this
+    /// action keeps everything the rule asks for.
+    pub fn keeps_information(self) -> bool {
+        matches!(self, Action::JsonWrapped | Action::Merged | Action::Split)
+    }
+}
+
+/// What tells one cause from another under a rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Signature {
+    pub kind: String,
+    pub action: Action,
+    /// Sorted, each once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
+}
+
+impl Signature {
+    /// The signature of `violation` on a case of `op` with `input`, the SUT's `answer` and the
+    /// reference's `reference` (read only as data: the reason it gave a URL).
+    pub fn of(
+        op: Op,
+        input: &Value,
+        answer: &Answer,
+        reference: &Answer,
+        violation: &Violation,
+    ) -> Signature {
+        Signature {
+            kind: violation.kind.clone(),
+            action: action(op, input, answer, violation),
+            features: features(op, input, answer, reference, violation.rule),
+        }
+    }
+
+    /// Whether `other` is a finding of this cause: the same kind and action, and an input with
+    /// every feature listed here.
+    pub fn covers(&self, other: &Signature) -> bool {
+        self.kind == other.kind
+            && self.action == other.action
+            && self.features.iter().all(|f| other.features.contains(f))
+    }
+
+    /// `action; feature, feature`, for reports.
+    pub fn describe(&self) -> String {
+        match self.features.is_empty() {
+            true => self.action.as_str().to_string(),
+            false => format!("{}; {}", self.action.as_str(), self.features.join(", ")),
+        }
+    }
+}
+
+/// What the SUT did, read from its answer against the input.
+pub fn action(op: Op, input: &Value, answer: &Answer, violation: &Violation) -> Action {
+    let output = match answer {
+        Answer::Fault(Fault::Crash { .. }) => return Action::Crashed,
+        Answer::Fault(Fault::Hang { .. }) => return Action::Hung,
+        Answer::Fault(Fault::Protocol { .. }) => return Action::Malformed,
+        Answer::Refused(_) => return Action::ReplacedByError,
+        Answer::Output(output) => output,
+    };
+    match violation.rule {
+        Rule::Protocol => Action::Malformed,
+        Rule::S1 | Rule::S2 | Rule::S3 | Rule::D1 => Action::Kept,
+        r if r.as_str().starts_with('U') => Action::Kept,
+        Rule::S4 | Rule::R1 | Rule::R2 | Rule::R3 | Rule::R4 | Rule::R5 | Rule::R6 => {
+            retry_action(input, output)
+        }
+        _ if op == Op::CoerceToolResult => tool_result_action(input, output, violation),
+        _ => Action::Other,
+    }
+}
+
+/// A retry decision: more images out than the reference keeps is `KeptImages`.
+fn retry_action(input: &Value, output: &Value) -> Action {
+    let count = |v: &Value| {
+        v.get("images")
+            .and_then(Value::as_array)
+            .map_or(0, Vec::len)
+    };
+    match count(output) >= count(input) && count(input) > 0 {
+        true => Action::KeptImages,
+        false => Action::StrippedImages,
+    }
+}
+
+/// The blocks of a tool result's `content`: a lone block where an array belongs is that block.
+fn content(result: &Value) -> Vec<&Value> {
+    match result.get("content") {
+        Some(Value::Array(items)) => items.iter().collect(),
+        None | Some(Value::Null) => Vec::new(),
+        Some(single) => vec![single],
+    }
+}
+
+fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| c.is_whitespace() || c.is_control())
+}
+
+/// What happened to the information of a tool result that a fidelity or coercion rule is about.
+fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> Action {
+    let kind = violation.kind.as_str();
+    let out_blocks = content(output);
+    let out_texts: Vec<&str> = out_blocks
+        .iter()
+        .filter(|b| str_field(b, "type") == Some("text"))
+        .filter_map(|b| str_field(b, "text"))
+        .collect();
+    let out_images: Vec<&Value> = out_blocks
+        .iter()
+        .copied()
+        .filter(|b| str_field(b, "type") == Some("image"))
+        .collect();
+    let error_out = output.get("isError") == Some(&Value::Bool(true));
+    let error_in = input.get("isError") == Some(&Value::Bool(true));
+    match kind {
+        "isError not preserved" | "isError set for a result without isError" => {
+            return match error_out {
+                true => Action::ErrorFlagSet,
+                false => Action::ErrorFlagCleared,
+            };
+        }
+        "blocks reordered" => return Action::Reordered,
+        "base64 payload copied into text" => return Action::CopiedPayload,
+        k if k.contains("not bounded") => return Action::Unbounded,
+        "a non-text block did not become text" | "block that is neither text nor image" => {
+            return Action::Retyped;
+        }
+        _ => {}
+    }
+    if !input.is_object() {
+        return match (error_out, out_blocks.len()) {
+            (true, _) => Action::ReplacedByError,
+            (_, 0) => Action::Dropped,
+            _ => Action::Split,
+        };
+    }
+    let in_blocks = content(input);
+    let required = in_blocks
+        .iter()
+        .filter(|b| {
+            !(str_field(b, "type") == Some("text") && str_field(b, "text").is_some_and(is_blank))
+        })
+        .count();
+    let readings = json_readings(&out_texts);
+    // The fate of each piece of information the input carried, most telling first.
+    let mut fates = BTreeSet::new();
+    for block in &in_blocks {
+        match str_field(block, "type") {
+            Some("text") => {
+                let Some(text) = str_field(block, "text").filter(|t| !is_blank(t)) else {
+                    continue;
+                };
+                fates.insert(text_fate(
+                    text,
+                    &out_texts,
+                    &readings,
+                    out_blocks.len(),
+                    required,
+                ));
+            }
+            Some("image") if is_valid_input_image(block) => {
+                let data = str_field(block, "data").unwrap_or_default();
+                fates.insert(image_fate(block, data, &out_images, &out_texts));
+            }
+            Some("resource_link" | "resource" | "audio" | "image") => {
+                if let Some(fate) = placeholder_fate(block, &out_texts) {
+                    fates.insert(fate);
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(Value::Object(structured)) = input.get("structuredContent")
+        && in_blocks.is_empty()
+        && structured
+            .keys()
+            .any(|k| !out_texts.iter().any(|t| t.contains(k.as_str())))
+    {
+        fates.insert(Action::Dropped);
+    }
+    fates.remove(&Action::Other);
+    let lost = fates
+        .iter()
+        .any(|f| !f.keeps_information() && *f != Action::Changed);
+    if error_out && !error_in && lost {
+        return Action::ReplacedByError;
+    }
+    // The worst fate tells: a loss before a change of form.
+    let count_change = match out_blocks.len().cmp(&required) {
+        std::cmp::Ordering::Less => Some(Action::Merged),
+        std::cmp::Ordering::Greater => Some(Action::Split),
+        std::cmp::Ordering::Equal => None,
+    };
+    fates
+        .iter()
+        .copied()
+        .find(|f| !f.keeps_information())
+        .or_else(|| fates.iter().copied().next())
+        .or(count_change)
+        .unwrap_or(Action::Other)
+}
+
+/// Where a text of the input went.
+fn text_fate(
+    text: &str,
+    out_texts: &[&str],
+    readings: &[String],
+    out_count: usize,
+    required: usize,
+) -> Action {
+    if out_texts.iter().any(|t| text_survives(text, t)) {
+        return Action::Other;
+    }
+    if out_texts.iter().any(|t| t.contains(text)) {
+        return match out_count < required {
+            true => Action::Merged,
+            false => Action::Changed,
+        };
+    }
+    let escaped = serde_json::to_string(text).unwrap_or_default();
+    let escaped = escaped.trim_matches('"');
+    if readings
+        .iter()
+        .skip(out_texts.len())
+        .any(|r| r == text || r.contains(text))
+        || (!escaped.is_empty() && out_texts.iter().any(|t| t.contains(escaped)))
+    {
+        return Action::JsonWrapped;
+    }
+    Action::Dropped
+}
+
+/// Where a valid image of the input went.
+fn image_fate(block: &Value, data: &str, out_images: &[&Value], out_texts: &[&str]) -> Action {
+    let same = out_images
+        .iter()
+        .find(|b| str_field(b, "data") == Some(data));
+    match same {
+        Some(b) if str_field(b, "mimeType") == str_field(block, "mimeType") => Action::Other,
+        Some(_) => Action::Retyped,
+        None if out_texts.iter().any(|t| t.contains(data)) => Action::CopiedPayload,
+        None => Action::Dropped,
+    }
+}
+
+/// Which field of a non-text block no output text keeps, if one is missing.
+fn placeholder_fate(block: &Value, out_texts: &[&str]) -> Option<Action> {
+    let kept = |field: &str| out_texts.iter().any(|t| keeps_information(t, field));
+    fn wanted(v: Option<&str>) -> Option<&str> {
+        v.filter(|s| !is_blank(s) && s.len() <= 1024)
+    }
+    let resource = block.get("resource").unwrap_or(block);
+    if let Some(uri) = wanted(str_field(resource, "uri"))
+        && !kept(uri)
+    {
+        return Some(Action::DroppedUri);
+    }
+    let label = wanted(str_field(block, "title")).or(wanted(str_field(block, "name")));
+    if str_field(block, "type") == Some("resource_link")
+        && let Some(label) = label
+        && !kept(label)
+    {
+        return Some(Action::DroppedLabel);
+    }
+    if let Some(mime) = wanted(str_field(resource, "mimeType"))
+        && !kept(mime)
+    {
+        return Some(Action::DroppedMediaType);
+    }
+    if let Some(text) = wanted(str_field(resource, "text"))
+        && !kept(text)
+    {
+        return Some(Action::Dropped);
+    }
+    None
+}
+
+/// The input's features that can tell causes apart under `rule`, sorted.
+pub fn features(
+    op: Op,
+    input: &Value,
+    answer: &Answer,
+    reference: &Answer,
+    rule: Rule,
+) -> Vec<String> {
+    let mut found = BTreeSet::new();
+    match op {
+        Op::CoerceToolResult => tool_result_features(input, &mut found),
+        Op::CheckMediaUrl => {
+            if let Some(url) = str_field(input, "url") {
+                url_features(url, &mut found);
+            }
+            if let Answer::Output(expected) = reference
+                && let Some(reason) = str_field(expected, "reason").filter(|r| r.len() <= 40)
+            {
+                found.insert(format!("refused:{reason}"));
+            }
+        }
+        Op::ResolveRetryImages => retry_features(input, &mut found),
+        Op::SanitizeToolNames => names_features(input, &mut found),
+        Op::NeutralizeText | Op::ParseReply | Op::NormalizeStream => {}
+    }
+    // A directive's disguise tells S1's causes apart: read on the lines the SUT let through.
+    if matches!(rule, Rule::S1 | Rule::D1)
+        && let Answer::Output(output) = answer
+    {
+        for text in output_texts(output) {
+            directive_features(text, &mut found);
+        }
+    }
+    found.into_iter().collect()
+}
+
+/// Every string of `v` under a `text` key, or `v` itself when it is a string.
+fn output_texts(v: &Value) -> Vec<&str> {
+    let mut found = Vec::new();
+    let mut stack = vec![(None, v)];
+    while let Some((key, value)) = stack.pop() {
+        match value {
+            Value::String(s) if key.is_none_or(|k| k == "text") => found.push(s.as_str()),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (key, v))),
+            Value::Object(map) => stack.extend(map.iter().map(|(k, v)| (Some(k.as_str()), v))),
+            _ => {}
+        }
+    }
+    found
+}
+
+fn tool_result_features(input: &Value, found: &mut BTreeSet<String>) {
+    let Some(result) = input.as_object() else {
+        found.insert(format!("result:{}", json_type(input)));
+        return;
+    };
+    match result.get("content") {
+        Some(Value::Array(_)) => {}
+        None | Some(Value::Null) => {
+            found.insert("content:missing".into());
+        }
+        Some(other) => {
+            found.insert(format!("content:{}", json_type(other)));
+        }
+    }
+    match result.get("isError") {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => {
+            found.insert("isError".into());
+        }
+        Some(_) => {
+            found.insert("isError:not-bool".into());
+        }
+    }
+    for key in ["structuredContent", "_meta"] {
+        if result.contains_key(key) {
+            found.insert(key.into());
+        }
+    }
+    for block in content(input) {
+        block_features(block, found);
+    }
+}
+
+fn block_features(block: &Value, found: &mut BTreeSet<String>) {
+    let Some(fields) = block.as_object() else {
+        found.insert(format!("block:{}", json_type(block)));
+        return;
+    };
+    if fields.contains_key("annotations") {
+        found.insert("annotations".into());
+    }
+    if fields.contains_key("_meta") {
+        found.insert("block-meta".into());
+    }
+    let kind = match str_field(block, "type") {
+        Some("text") => match block.get("text") {
+            Some(Value::String(t)) if is_blank(t) => "text-blank",
+            Some(Value::String(t)) => {
+                if t.lines().any(may_be_directive) {
+                    found.insert("text:directive".into());
+                }
+                if serde_json::from_str::<Value>(t).is_ok_and(|v| v.is_object() || v.is_array()) {
+                    found.insert("text:json".into());
+                }
+                "text"
+            }
+            _ => "text-malformed",
+        },
+        Some("image") if is_valid_input_image(block) => {
+            mime_feature(str_field(block, "mimeType"), found);
+            if crate::oracle::image::s2_problem(block).is_some() {
+                found.insert("image:bytes-not-declared-type".into());
+            }
+            "image"
+        }
+        Some("image") => {
+            mime_feature(str_field(block, "mimeType"), found);
+            "image-invalid"
+        }
+        Some("audio") => {
+            mime_feature(str_field(block, "mimeType"), found);
+            "audio"
+        }
+        Some("resource_link") => {
+            mime_feature(str_field(block, "mimeType"), found);
+            if str_field(block, "title").is_some_and(|t| !is_blank(t)) {
+                found.insert("link:title".into());
+            }
+            "resource_link"
+        }
+        Some("resource") => {
+            let resource = block.get("resource").unwrap_or(&Value::Null);
+            mime_feature(str_field(resource, "mimeType"), found);
+            match (resource.get("text"), resource.get("blob")) {
+                (Some(Value::String(_)), _) => "resource-text",
+                (_, Some(Value::String(_))) => "resource-blob",
+                _ => "resource-malformed",
+            }
+        }
+        Some(_) => "unknown",
+        None => "untyped",
+    };
+    found.insert(format!("block:{kind}"));
+}
+
+/// A media type's family, the way providers and runtimes branch on it.
+fn mime_feature(mime: Option<&str>, found: &mut BTreeSet<String>) {
+    let family = match mime.map(str::to_ascii_lowercase).as_deref() {
+        None | Some("") => "none".to_string(),
+        Some(m @ ("image/png" | "image/jpeg" | "image/webp" | "image/gif")) => m.to_string(),
+        Some(m) if m.starts_with("image/") => "image/other".into(),
+        Some(m) if m.starts_with("audio/") => "audio".into(),
+        Some(m) if m.starts_with("text/") => "text".into(),
+        Some(m) if ["json", "xml", "yaml", "csv"].iter().any(|t| m.contains(t)) => "textual".into(),
+        Some(m) if m.starts_with("application/") => "application".into(),
+        Some(_) => "other".into(),
+    };
+    found.insert(format!("mime:{family}"));
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The disguise of each line of `text` that may be a directive: what stands before the word,
+/// how the word and its colon are spelled, and what ended the line before it.
+fn directive_features(text: &str, found: &mut BTreeSet<String>) {
+    let mut start = 0;
+    let mut before: Option<&str> = None;
+    let mut ends: Vec<(usize, usize)> = directive::terminators(text)
+        .map(|r| (r.start, r.end))
+        .collect();
+    ends.push((text.len(), text.len()));
+    for (end, next) in ends {
+        let line = &text[start..end];
+        if may_be_directive(line) {
+            found.insert(format!("line:{}", terminator_class(before)));
+            let word_at = line
+                .char_indices()
+                .find(|(_, c)| c.is_alphanumeric())
+                .map_or(line.len(), |(i, _)| i);
+            found.insert(format!("lead:{}", lead_class(&line[..word_at])));
+            found.insert(format!("word:{}", word_class(&line[word_at..])));
+        }
+        before = Some(&text[end..next]);
+        start = next;
+    }
+}
+
+fn terminator_class(terminator: Option<&str>) -> &'static str {
+    match terminator {
+        None => "first",
+        Some("\n") => "after-lf",
+        Some("\r\n") => "after-crlf",
+        Some("\r") => "after-cr",
+        Some("\u{85}" | "\u{2028}" | "\u{2029}") => "after-unicode-break",
+        Some(_) => "after-control-break",
+    }
+}
+
+fn lead_class(lead: &str) -> &'static str {
+    if lead.is_empty() {
+        "none"
+    } else if lead.chars().all(|c| c == ' ' || c == '\t') {
+        "ascii-blank"
+    } else if lead.chars().any(char::is_control) {
+        "control"
+    } else if lead.chars().all(char::is_whitespace) {
+        "unicode-blank"
+    } else if lead
+        .chars()
+        .any(|c| !c.is_whitespace() && !c.is_ascii_punctuation())
+    {
+        "hidden-or-symbol"
+    } else {
+        "punctuation"
+    }
+}
+
+fn word_class(rest: &str) -> &'static str {
+    let Some(word) = rest.get(..5).filter(|w| w.eq_ignore_ascii_case("media")) else {
+        // Not five ASCII letters: a hidden character inside, or compatibility forms.
+        let hidden = rest.chars().take(8).any(|c| {
+            matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
+        });
+        return if hidden { "hidden-inside" } else { "compat" };
+    };
+    match (word, rest[5..].starts_with(':')) {
+        (_, false) => "compat-colon",
+        ("MEDIA", true) => "upper",
+        ("media", true) => "lower",
+        _ => "mixed-case",
+    }
+}
+
+/// How a URL's host is written, and what it carries besides.
+fn url_features(url: &str, found: &mut BTreeSet<String>) {
+    let Ok(parsed) = url::Url::parse(url) else {
+        found.insert("url:unparseable".into());
+        return;
+    };
+    found.insert(format!(
+        "scheme:{}",
+        match parsed.scheme() {
+            s @ ("https" | "http" | "file" | "data") => s,
+            _ => "other",
+        }
+    ));
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        found.insert("userinfo".into());
+    }
+    if parsed.port().is_some() {
+        found.insert("port".into());
+    }
+    let written = url.split_once("://").map_or("", |(_, rest)| {
+        rest.split(['/', '?', '#']).next().unwrap_or_default()
+    });
+    let written_host = written.rsplit('@').next().unwrap_or_default();
+    if written_host.contains('%') {
+        found.insert("host:percent-encoded".into());
+    }
+    if !written_host.is_ascii() {
+        found.insert("host:non-ascii".into());
+    }
+    match parsed.host() {
+        None => {
+            found.insert("host:none".into());
+        }
+        Some(url::Host::Ipv4(_)) => {
+            let plain = written_host
+                .split(':')
+                .next()
+                .is_some_and(|h| h.parse::<std::net::Ipv4Addr>().is_ok());
+            found.insert(format!(
+                "host:ipv4{}",
+                if plain { "" } else { "-respelled" }
+            ));
+        }
+        Some(url::Host::Ipv6(ip)) => {
+            let embedded = !super::url::embedded_ipv4(ip).is_empty();
+            found.insert(format!(
+                "host:ipv6{}",
+                if embedded { "-embedded-ipv4" } else { "" }
+            ));
+        }
+        Some(url::Host::Domain(name)) => {
+            if name.ends_with('.') {
+                found.insert("name:trailing-dot".into());
+            }
+            let name = name.trim_end_matches('.');
+            let last = name.rsplit('.').next().unwrap_or_default();
+            if !name.contains('.') {
+                found.insert("name:single-label".into());
+            }
+            if name == "localhost" || name.ends_with(".localhost") {
+                found.insert("name:localhost".into());
+            } else if name.split('.').any(|l| l.starts_with("xn--")) {
+                found.insert("name:idna".into());
+            } else if name.split('.').filter(|l| l.parse::<u8>().is_ok()).count() >= 4
+                || name
+                    .split(['.', '-'])
+                    .filter(|l| l.parse::<u8>().is_ok())
+                    .count()
+                    >= 4
+            {
+                found.insert("name:embeds-ip".into());
+            } else if name.contains('.') && last.chars().all(|c| c.is_ascii_alphabetic()) {
+                found.insert(format!("tld:{}", tld_class(last)));
+            }
+        }
+    }
+}
+
+fn tld_class(tld: &str) -> &'static str {
+    match tld {
+        "local" | "internal" | "localdomain" | "lan" | "home" | "corp" | "intranet" | "test"
+        | "invalid" | "example" | "onion" | "alt" | "arpa" => "special",
+        _ => "public",
+    }
+}
+
+fn retry_features(input: &Value, found: &mut BTreeSet<String>) {
+    let attempt = input.get("attempt").and_then(Value::as_u64);
+    found.insert(
+        match attempt {
+            Some(0) => "attempt:first",
+            Some(_) => "attempt:retry",
+            None => "attempt:other",
+        }
+        .into(),
+    );
+    let failure = str_field(input, "previousFailure");
+    found.insert(format!(
+        "failure:{}",
+        match failure {
+            None => "none",
+            Some("format") => "format",
+            Some(_) => "other",
+        }
+    ));
+    let primary = str_field(input, "primaryProvider").map(str::to_ascii_lowercase);
+    let candidate = str_field(input, "candidateProvider").map(str::to_ascii_lowercase);
+    found.insert(
+        match (&primary, &candidate) {
+            (None, _) => "provider:primary-unknown",
+            (Some(p), Some(c)) if p == c => "provider:same",
+            _ => "provider:other",
+        }
+        .into(),
+    );
+    if str_field(input, "primaryProvider") != primary.as_deref()
+        || str_field(input, "candidateProvider") != candidate.as_deref()
+    {
+        found.insert("provider:case-differs".into());
+    }
+    let images = input
+        .get("images")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    found.insert(format!(
+        "images:{}",
+        if images == 0 { "none" } else { "some" }
+    ));
+}
+
+fn names_features(input: &Value, found: &mut BTreeSet<String>) {
+    let Some(names) = input.get("names").and_then(Value::as_array) else {
+        found.insert("names:not-array".into());
+        return;
+    };
+    if names.len() > 20 {
+        found.insert("names:over-20".into());
+    }
+    for name in names {
+        let Some(name) = name.as_str() else {
+            found.insert("name:not-string".into());
+            continue;
+        };
+        if name.chars().count() > 100 {
+            found.insert("name:over-100".into());
+        }
+        if name.is_empty() {
+            found.insert("name:empty".into());
+        }
+        if name
+            .chars()
+            .any(|c| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
+        {
+            found.insert(
+                match name.is_ascii() {
+                    true => "name:ascii-outside-set",
+                    false => "name:non-ascii",
+                }
+                .into(),
+            );
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    if names.iter().any(|n| !seen.insert(n.to_string())) {
+        found.insert("names:duplicate".into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::oracle::judge::gate;
+
+    fn sig(input: Value, output: Value, rule: Rule, kind: &str) -> Signature {
+        let v = gate(rule, kind, "d");
+        Signature::of(
+            Op::CoerceToolResult,
+            &input,
+            &Answer::Output(output),
+            &Answer::Output(json!({})),
+            &v,
+        )
+    }
+
+    /// The same rule and kind, two causes: a text JSON-wrapped with `structuredContent` beside it,
+    /// and a text dropped from an `isError` result.
+    #[test]
+    fn tells_wrapped_from_dropped_and_names_the_trigger() {
+        let text = "line one\nline \"two\"";
+        let wrapped = sig(
+            json!({"content": [{"type": "text", "text": text}], "structuredContent": {"a": 1}}),
+            json!({"content": [{"type": "text", "text": json!({"type": "text", "text": text}).to_string()}], "isError": false}),
+            Rule::F2,
+            "text lost or changed",
+        );
+        assert_eq!(wrapped.action, Action::JsonWrapped);
+        assert!(wrapped.features.contains(&"structuredContent".to_string()));
+        let dropped = sig(
+            json!({"content": [{"type": "text", "text": text}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "Error"}], "isError": true}),
+            Rule::F2,
+            "text lost or changed",
+        );
+        assert_eq!(dropped.action, Action::Dropped);
+        assert_eq!(dropped.features, ["block:text", "isError"]);
+        assert!(!wrapped.covers(&dropped) && !dropped.covers(&wrapped));
+        // An entry covers a finding whose input has more features than its own.
+        let mut wider = dropped.clone();
+        wider.features.push("_meta".into());
+        wider.features.sort();
+        assert!(dropped.covers(&wider) && !wider.covers(&dropped));
+    }
+
+    #[test]
+    fn error_flag_direction_and_replacement_are_actions() {
+        let cleared = sig(
+            json!({"content": [{"type": "text", "text": "x"}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "x"}], "isError": false}),
+            Rule::F3,
+            "isError not preserved",
+        );
+        assert_eq!(cleared.action, Action::ErrorFlagCleared);
+        let set = sig(
+            json!({"content": [{"type": "text", "text": "x"}], "isError": "yes"}),
+            json!({"content": [{"type": "text", "text": "x"}], "isError": true}),
+            Rule::F3,
+            "isError not preserved",
+        );
+        assert_eq!(set.action, Action::ErrorFlagSet);
+        assert!(set.features.contains(&"isError:not-bool".to_string()));
+        let replaced = sig(
+            json!({"content": [{"type": "text", "text": "hello"}]}),
+            json!({"content": [{"type": "text", "text": "tool failed"}], "isError": true}),
+            Rule::F2,
+            "text lost or changed",
+        );
+        assert_eq!(replaced.action, Action::ReplacedByError);
+    }
+
+    #[test]
+    fn a_missing_placeholder_field_is_named() {
+        let link = json!({"type": "resource_link", "uri": "file:///a.txt", "name": "Report"});
+        let no_label = sig(
+            json!({"content": [link.clone()]}),
+            json!({"content": [{"type": "text", "text": "file:///a.txt"}], "isError": false}),
+            Rule::C4,
+            "resource link without its label or URI",
+        );
+        assert_eq!(no_label.action, Action::DroppedLabel);
+        let no_uri = sig(
+            json!({"content": [link]}),
+            json!({"content": [{"type": "text", "text": "[Report]"}], "isError": false}),
+            Rule::C4,
+            "resource link without its label or URI",
+        );
+        assert_eq!(no_uri.action, Action::DroppedUri);
+        assert!(no_uri.features.contains(&"block:resource_link".to_string()));
+    }
+
+    #[test]
+    fn a_directives_disguise_is_a_feature() {
+        let features = |text: &str| {
+            let mut found = BTreeSet::new();
+            directive_features(text, &mut found);
+            found.into_iter().collect::<Vec<_>>()
+        };
+        assert_eq!(
+            features("MEDIA:/x"),
+            ["lead:none", "line:first", "word:upper"]
+        );
+        assert_eq!(
+            features("a\r media:/x"),
+            ["lead:ascii-blank", "line:after-cr", "word:lower"]
+        );
+        assert!(features("a\n\u{3000}MEDIA:/x").contains(&"lead:unicode-blank".to_string()));
+        assert!(features("\u{1}MEDIA:/x").contains(&"lead:control".to_string()));
+        assert!(features("ＭＥＤＩＡ：/x").contains(&"word:compat".to_string()));
+        assert!(features("M\u{200b}EDIA:/x").contains(&"word:hidden-inside".to_string()));
+        assert!(features("no directive here").is_empty());
+    }
+
+    #[test]
+    fn a_urls_host_form_is_a_feature() {
+        let features = |url: &str| {
+            let mut found = BTreeSet::new();
+            url_features(url, &mut found);
+            found.into_iter().collect::<Vec<_>>()
+        };
+        assert!(features("https://localhost./a").contains(&"name:trailing-dot".to_string()));
+        assert!(features("https://localhost./a").contains(&"name:localhost".to_string()));
+        assert!(features("https://0x7f.1/").contains(&"host:ipv4-respelled".to_string()));
+        assert!(features("https://127.0.0.1/").contains(&"host:ipv4".to_string()));
+        assert!(
+            features("https://[::ffff:127.0.0.1]/")
+                .contains(&"host:ipv6-embedded-ipv4".to_string())
+        );
+        assert!(features("https://a.internal/").contains(&"tld:special".to_string()));
+        assert!(features("http://u:p@example.com:8080/").contains(&"userinfo".to_string()));
+    }
+}
