@@ -339,7 +339,27 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     if let Some(judged) = &outcome.baseline {
         eprintln!("against {}: {}", judged.file, judged.counts());
         for k in &judged.not_reached {
-            eprintln!("  not reached: {} on {} ({})", k.rule, k.op, k.cause);
+            let signature = k
+                .signature
+                .as_ref()
+                .map_or("every finding".into(), |s| s.describe());
+            eprintln!(
+                "  not reached: {} on {} ({}: {signature})",
+                k.rule, k.op, k.cause
+            );
+        }
+        for d in &judged.disagreements {
+            eprintln!(
+                "  class disagreement: {} ({}): entry {}, evidence {}, kept {}",
+                d.finding, d.cause, d.entry, d.derived, d.kept
+            );
+        }
+        if judged.rule_wide > 0 {
+            eprintln!(
+                "  {} known findings matched by entries without a signature (rule-wide): \
+                 draft signatures with --write-baseline",
+                judged.rule_wide
+            );
         }
     }
     for finding in outcome
@@ -353,10 +373,12 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             .as_ref()
             .map_or(String::new(), |i| format!(" ({}: {})", i.class, i.why));
         eprintln!(
-            "  {} [{}] {}{class}\n    {}",
+            "  {} [{}] {}{class}\n    cause {}: {}\n    {}",
             finding.id,
             finding.rule,
             finding.kind,
+            finding.cause.as_deref().unwrap_or("-"),
+            finding.signature.describe(),
             normfuzz::runner::report::repro_command(&path, &sut_command)
         );
     }

@@ -550,9 +550,12 @@ fn json_type(v: &Value) -> &'static str {
     }
 }
 
-/// The disguise of each line of `text` that may be a directive: what stands before the word,
-/// how the word and its colon are spelled, and what ended the line before it.
+/// The disguise of each directive line of `text` (S1's reading, else the wider one): what
+/// stands before the word, how the word and its colon are spelled, and what ended the line
+/// before it. The plain form (first line, nothing before, `MEDIA:` in capitals) has no feature,
+/// so an entry lists only the disguises its cause needs.
 fn directive_features(text: &str, found: &mut BTreeSet<String>) {
+    let mut lines = Vec::new();
     let mut start = 0;
     let mut before: Option<&str> = None;
     let mut ends: Vec<(usize, usize)> = directive::terminators(text)
@@ -560,35 +563,44 @@ fn directive_features(text: &str, found: &mut BTreeSet<String>) {
         .collect();
     ends.push((text.len(), text.len()));
     for (end, next) in ends {
-        let line = &text[start..end];
-        if may_be_directive(line) {
-            found.insert(format!("line:{}", terminator_class(before)));
-            let word_at = line
-                .char_indices()
-                .find(|(_, c)| c.is_alphanumeric())
-                .map_or(line.len(), |(i, _)| i);
-            found.insert(format!("lead:{}", lead_class(&line[..word_at])));
-            found.insert(format!("word:{}", word_class(&line[word_at..])));
-        }
+        lines.push((before, &text[start..end]));
         before = Some(&text[end..next]);
         start = next;
     }
-}
-
-fn terminator_class(terminator: Option<&str>) -> &'static str {
-    match terminator {
-        None => "first",
-        Some("\n") => "after-lf",
-        Some("\r\n") => "after-crlf",
-        Some("\r") => "after-cr",
-        Some("\u{85}" | "\u{2028}" | "\u{2029}") => "after-unicode-break",
-        Some(_) => "after-control-break",
+    let strict: Vec<_> = lines
+        .iter()
+        .filter(|(_, l)| directive::is_directive_line(l))
+        .collect();
+    let chosen = match strict.is_empty() {
+        true => lines.iter().filter(|(_, l)| may_be_directive(l)).collect(),
+        false => strict,
+    };
+    for (before, line) in chosen {
+        match before {
+            None => {}
+            Some("\n" | "\r\n") => {
+                found.insert("line:after-lf".into());
+            }
+            Some(_) => {
+                found.insert("line:after-other-break".into());
+            }
+        }
+        let word_at = line
+            .char_indices()
+            .find(|(_, c)| c.is_alphanumeric())
+            .map_or(line.len(), |(i, _)| i);
+        if let Some(lead) = lead_class(&line[..word_at]) {
+            found.insert(format!("lead:{lead}"));
+        }
+        if let Some(word) = word_class(&line[word_at..]) {
+            found.insert(format!("word:{word}"));
+        }
     }
 }
 
-fn lead_class(lead: &str) -> &'static str {
-    if lead.is_empty() {
-        "none"
+fn lead_class(lead: &str) -> Option<&'static str> {
+    Some(if lead.is_empty() {
+        return None;
     } else if lead.chars().all(|c| c == ' ' || c == '\t') {
         "ascii-blank"
     } else if lead.chars().any(char::is_control) {
@@ -602,22 +614,22 @@ fn lead_class(lead: &str) -> &'static str {
         "hidden-or-symbol"
     } else {
         "punctuation"
-    }
+    })
 }
 
-fn word_class(rest: &str) -> &'static str {
+fn word_class(rest: &str) -> Option<&'static str> {
     let Some(word) = rest.get(..5).filter(|w| w.eq_ignore_ascii_case("media")) else {
         // Not five ASCII letters: a hidden character inside, or compatibility forms.
         let hidden = rest.chars().take(8).any(|c| {
             matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{2064}' | '\u{feff}')
         });
-        return if hidden { "hidden-inside" } else { "compat" };
+        return Some(if hidden { "hidden-inside" } else { "compat" });
     };
     match (word, rest[5..].starts_with(':')) {
-        (_, false) => "compat-colon",
-        ("MEDIA", true) => "upper",
-        ("media", true) => "lower",
-        _ => "mixed-case",
+        (_, false) => Some("compat-colon"),
+        ("MEDIA", true) => None,
+        // Lower and mixed case break the same matchers: one feature.
+        _ => Some("case-folded"),
     }
 }
 
@@ -889,13 +901,21 @@ mod tests {
             directive_features(text, &mut found);
             found.into_iter().collect::<Vec<_>>()
         };
-        assert_eq!(
-            features("MEDIA:/x"),
-            ["lead:none", "line:first", "word:upper"]
+        assert!(
+            features("MEDIA:/x").is_empty(),
+            "the plain form has no feature"
         );
         assert_eq!(
             features("a\r media:/x"),
-            ["lead:ascii-blank", "line:after-cr", "word:lower"]
+            [
+                "lead:ascii-blank",
+                "line:after-other-break",
+                "word:case-folded"
+            ]
+        );
+        assert_eq!(
+            features("a\r\nMeDiA:/x"),
+            ["line:after-lf", "word:case-folded"]
         );
         assert!(features("a\n\u{3000}MEDIA:/x").contains(&"lead:unicode-blank".to_string()));
         assert!(features("\u{1}MEDIA:/x").contains(&"lead:control".to_string()));

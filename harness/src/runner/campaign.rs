@@ -240,6 +240,8 @@ impl Outcome {
                 ..Evidence::of_case(f.op, &f.input, &f.sut)
             };
             f.impact = Some(derive(f.rule, &evidence, profile));
+            f.cause
+                .get_or_insert_with(|| super::baseline::drafted_cause(&f.signature));
         }
     }
 
@@ -587,17 +589,31 @@ impl Tracked {
     }
 }
 
-/// The findings of a campaign, each with its final id; two that shrank to one signature are one.
+/// The findings of a campaign, each with its final id: two that shrank to one signature are one,
+/// and so is one whose signature another's covers (the same cause, shrunk less far).
 fn settle(tracked: Vec<Option<Tracked>>) -> Vec<Finding> {
+    let mut tracked: Vec<Tracked> = tracked.into_iter().flatten().collect();
+    tracked.sort_by_key(|t| t.finding.signature.features.len());
     let mut findings: Vec<Finding> = Vec::new();
-    for mut f in tracked.into_iter().flatten().map(|t| t.finding) {
+    let mut entries: Vec<Option<usize>> = Vec::new();
+    for t in tracked {
+        let mut f = t.finding;
         f.id = finding_id(f.op, f.rule, &f.signature);
-        match findings.iter_mut().find(|g| g.id == f.id) {
+        let same = findings.iter().zip(&entries).position(|(g, entry)| {
+            g.id == f.id
+                || (*entry == t.entry
+                    && (g.op, g.rule) == (f.op, f.rule)
+                    && g.signature.covers(&f.signature))
+        });
+        match same.map(|i| &mut findings[i]) {
             Some(g) => {
                 g.hits += f.hits;
                 g.first_seen_ms = g.first_seen_ms.min(f.first_seen_ms);
             }
-            None => findings.push(f),
+            None => {
+                findings.push(f);
+                entries.push(t.entry);
+            }
         }
     }
     findings

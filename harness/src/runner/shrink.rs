@@ -15,6 +15,10 @@ use crate::oracle::signature::{Action, Signature};
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
 
+/// SUT calls the whole-part edits (`smaller`) may spend after the value tree's shrinking.
+const EDIT_BUDGET: usize = 300;
+/// Values of an input whose parts `smaller` tries to remove.
+const EDIT_NODES: usize = 64;
 /// SUT calls spent shrinking one failure at most.
 pub const SHRINK_BUDGET: usize = 2_000;
 /// Time spent shrinking one failure at most.
@@ -121,6 +125,28 @@ pub fn shrink<S: Sut>(
             }
         }
     }
+    // Then whole parts: the value tree shrinks each value in place but keeps the shape that drew
+    // it (a text's lines, a result's blocks), and an incidental part left there would stay in the
+    // finding's signature and in every baseline entry drafted from it.
+    let mut edits = 0;
+    'smaller: while !hang && edits < EDIT_BUDGET && Instant::now() < deadline {
+        for candidate in smaller(&best_input) {
+            edits += 1;
+            if edits > EDIT_BUDGET {
+                break 'smaller;
+            }
+            match check(&candidate, sut, wait, Some(deadline))? {
+                None => break 'smaller,
+                Some(Some(hit)) => {
+                    best = hit;
+                    best_input = candidate;
+                    continue 'smaller;
+                }
+                Some(None) => {}
+            }
+        }
+        break;
+    }
     let (violation, sut, reference) = best;
     Ok(Shrunk::Smallest {
         violation,
@@ -128,6 +154,94 @@ pub fn shrink<S: Sut>(
         sut,
         reference,
     })
+}
+
+/// Inputs one part smaller than `input`: an array element or an object entry removed, or a line
+/// of a string (with its terminator). Only the first `EDIT_NODES` values are visited, so an
+/// input nested a million deep costs no more than a small one.
+fn smaller(input: &Value) -> Vec<Value> {
+    let mut pointers = Vec::new();
+    let mut stack = vec![(String::new(), input)];
+    while let Some((pointer, value)) = stack.pop() {
+        if pointers.len() >= EDIT_NODES {
+            break;
+        }
+        match value {
+            Value::Array(items) => {
+                for (i, item) in items.iter().enumerate().rev() {
+                    stack.push((format!("{pointer}/{i}"), item));
+                }
+            }
+            Value::Object(map) => {
+                for (key, item) in map.iter().rev() {
+                    let key = key.replace('~', "~0").replace('/', "~1");
+                    stack.push((format!("{pointer}/{key}"), item));
+                }
+            }
+            _ => {}
+        }
+        pointers.push((pointer, value));
+    }
+    let mut out = Vec::new();
+    let edited = |pointer: &str, edit: &mut dyn FnMut(&mut Value)| {
+        let mut copy = input.clone();
+        edit(copy.pointer_mut(pointer)?);
+        Some(copy)
+    };
+    for (pointer, value) in &pointers {
+        match value {
+            Value::Array(items) => {
+                for i in 0..items.len() {
+                    out.extend(edited(pointer, &mut |v| {
+                        if let Value::Array(items) = v {
+                            items.remove(i);
+                        }
+                    }));
+                }
+            }
+            Value::Object(map) => {
+                for key in map.keys() {
+                    out.extend(edited(pointer, &mut |v| {
+                        if let Value::Object(map) = v {
+                            map.shift_remove(key);
+                        }
+                    }));
+                }
+            }
+            Value::String(text) => {
+                let mut ends: Vec<std::ops::Range<usize>> = Vec::new();
+                for end in crate::oracle::directive::terminators(text) {
+                    // `\r\n` ends one line, not two.
+                    match ends.last_mut() {
+                        Some(last)
+                            if last.end == end.start
+                                && &text[last.clone()] == "\r"
+                                && &text[end.clone()] == "\n" =>
+                        {
+                            last.end = end.end;
+                        }
+                        _ => ends.push(end),
+                    }
+                }
+                for (i, end) in ends.iter().enumerate() {
+                    // Line i and the terminator after it.
+                    let start = if i == 0 { 0 } else { ends[i - 1].end };
+                    let shorter = format!("{}{}", &text[..start], &text[end.end..]);
+                    out.extend(edited(pointer, &mut |v| {
+                        *v = Value::String(shorter.clone())
+                    }));
+                }
+                if let Some(last) = ends.last() {
+                    let shorter = text[..last.start].to_string();
+                    out.extend(edited(pointer, &mut |v| {
+                        *v = Value::String(shorter.clone())
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// A finding of one case, found at `first_seen_ms` into the campaign.
@@ -215,4 +329,32 @@ fn replay_until(
         violations.extend(judge_companion(op, &answer, &other));
     }
     Ok(Some((answer, expected, violations)))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::smaller;
+
+    /// Every whole part one edit away: an entry, an element, a line with its terminator.
+    #[test]
+    fn smaller_removes_entries_elements_and_lines() {
+        let input = json!({"text": "a\r\nMEDIA:/x\u{2028}b", "n": [1, 2]});
+        let candidates = smaller(&input);
+        for want in [
+            json!({"n": [1, 2]}),
+            json!({"text": "a\r\nMEDIA:/x\u{2028}b"}),
+            json!({"text": "a\r\nMEDIA:/x\u{2028}b", "n": [2]}),
+            json!({"text": "MEDIA:/x\u{2028}b", "n": [1, 2]}),
+            json!({"text": "a\r\nb", "n": [1, 2]}),
+            json!({"text": "a\r\nMEDIA:/x", "n": [1, 2]}),
+        ] {
+            assert!(
+                candidates.contains(&want),
+                "{want} not among {candidates:?}"
+            );
+        }
+        assert!(candidates.iter().all(|c| c != &input));
+    }
 }

@@ -27,10 +27,14 @@ pub struct Known {
     #[serde(default = "default_op")]
     pub op: String,
     pub rule: String,
-    /// The finding kinds it keeps green: `normfuzz conform` judges them; accepted here so a
-    /// drafted baseline parses.
-    #[serde(default, rename = "kinds")]
-    _kinds: serde::de::IgnoredAny,
+    /// The findings it knows and where it was read (`normfuzz conform` matches and checks
+    /// them); accepted here, not read.
+    #[serde(default, rename = "signature")]
+    _signature: serde::de::IgnoredAny,
+    #[serde(default, rename = "evidence")]
+    _evidence: serde::de::IgnoredAny,
+    #[serde(default, rename = "docs")]
+    _docs: serde::de::IgnoredAny,
     pub class: Class,
     pub cause: String,
     pub reason: String,

@@ -2,13 +2,14 @@
 //! finding or crash with what replays it. GitHub renders raw HTML and Markdown found in text, so
 //! every piece of text from a run is in a code span or a fenced block (`code`, `fenced`).
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::escape::is_invisible;
 use super::libfuzzer::{FuzzRun, Status};
 use super::view::{CampaignView, E2eView};
 use crate::runner::baseline::Standing;
-use crate::runner::campaign::Outcome;
+use crate::runner::campaign::{Finding, Outcome};
 
 /// Bytes of a minimal input shown in the summary; the finding's file has all of it.
 const INPUT_MAX: usize = 600;
@@ -163,6 +164,7 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
         "\nThe report folder's `report.html` has the rule × op matrix, progress plots and both \
          answers of every finding; `junit.xml` is for CI test reporters."
     );
+    causes(outcome, &mut md);
     if !outcome.findings.is_empty() {
         let _ = writeln!(md, "\n## Findings\n");
     }
@@ -180,18 +182,62 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
         let input = crate::excerpt::bounded(&f.input.to_string(), INPUT_MAX).into_owned();
         let _ = writeln!(
             md,
-            "### {} ({class}, {} hits)\n\n{} on {}: {}: {}\n\nminimal input: {}\n\nrepro: {}\n",
+            "### {} ({class}, {} hits)\n\n{} on {}: {}: {}\n\ncause: {} ({})\n\nminimal input: {}\n\nrepro: {}\n",
             code(&f.id),
             f.hits,
             f.rule,
             f.op,
             code(&f.kind),
             code(&f.detail),
+            code(f.cause.as_deref().unwrap_or("-")),
+            code(&f.signature.describe()),
             code(&input),
             code(campaign.repro(f)),
         );
     }
     md
+}
+
+/// The gate findings grouped by cause (its baseline entry's, or the one drafted from its
+/// signature): what a maintainer triages, one row per root cause however many findings show it.
+fn causes(outcome: &Outcome, md: &mut String) {
+    let mut rows: BTreeMap<&str, (Vec<&Finding>, u64)> = BTreeMap::new();
+    for f in outcome.findings.iter().filter(|f| f.gate) {
+        let row = rows.entry(f.cause.as_deref().unwrap_or("-")).or_default();
+        row.0.push(f);
+        row.1 += f.hits;
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "\n## Causes\n\n| cause | standing | class | rules | findings | hits |\n|---|---|---|---|---|---|"
+    );
+    for (cause, (findings, hits)) in rows {
+        let set = |f: &dyn Fn(&Finding) -> String| {
+            let mut items: Vec<String> = findings.iter().map(|x| f(x)).collect();
+            items.sort();
+            items.dedup();
+            items.join(", ")
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {hits} |",
+            code(cause),
+            set(&|f| match f.baseline {
+                Some(Standing::Known) => "known".into(),
+                Some(Standing::New) => "new".into(),
+                None => "-".into(),
+            }),
+            set(&|f| f
+                .impact
+                .as_ref()
+                .map_or("-".into(), |i| i.class.to_string())),
+            set(&|f| f.rule.to_string()),
+            findings.len(),
+        );
+    }
 }
 
 pub fn fuzz(runs: &[FuzzRun]) -> String {

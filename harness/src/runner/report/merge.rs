@@ -139,6 +139,12 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
         // An entry is not reached by the whole run if no shard reached it.
         if let (Some(into), Some(from)) = (&mut into.baseline, from.baseline) {
             into.not_reached.retain(|k| from.not_reached.contains(k));
+            into.rule_wide += from.rule_wide;
+            for d in from.disagreements {
+                if !into.disagreements.contains(&d) {
+                    into.disagreements.push(d);
+                }
+            }
         }
     }
     let outcome = &mut whole.outcome;
