@@ -362,7 +362,7 @@ mod tests {
             1,
             0,
         );
-        f.id = crate::runner::shrink::finding_id(f.op, f.rule, &f.signature);
+        f.id = crate::runner::shrink::finding_id(f.op, f.rule, &f.signature, None);
         f
     }
 

@@ -3,14 +3,16 @@
 //!
 //! Deterministic for a given seed and job count: job `j` draws from its own RNG seeded with
 //! `(seed, j)`. Cases are sent in batches so a subprocess SUT is pipelined. A failure is
-//! deduplicated by cause before it is shrunk, so a bug found ten thousand times is shrunk once:
-//! by (op, rule, kind, what the SUT did) while its first case shrinks, then also by the features
-//! of the minimal input (`oracle::signature`), so a second bug of the same kind and action with
-//! another trigger becomes a finding of its own (`MAX_CAUSES` per kind and action).
+//! deduplicated before it is shrunk, so a bug found ten thousand times is shrunk once: by (op,
+//! rule, kind, what the SUT did, the baseline entry that knows it). A case no entry knows is
+//! never counted under a known finding, so a second bug under a known rule is a finding of its
+//! own; the features of a finding's minimal input (`oracle::signature`) are what the next
+//! baseline entry drafted from it matches. The keys depend on the cases alone, not on timing.
 //!
 //! While the jobs run, the calling thread samples the progress counters into a bounded time
 //! series (`Outcome::timeline`) for the report's throughput and coverage plots.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::ops::ControlFlow;
@@ -40,9 +42,6 @@ pub use super::shrink::{finding_id, replay};
 /// divergence, never a gate failure.
 pub const DEFAULT_FAIL_ON: [Class; 2] = [Class::Bug, Class::Hardening];
 
-/// Findings of one (op, rule, kind, action) with distinct triggers, at most: past it, cases join
-/// the first, so a SUT that fails everything costs a bounded number of shrinks.
-const MAX_CAUSES: usize = 4;
 /// Cases sent to the SUT at once.
 const BATCH: usize = 128;
 /// The share of a job's time its SUT's hangs may cost before the cases of the ops that hung are
@@ -350,8 +349,7 @@ impl std::ops::AddAssign for Faults {
 struct Shared<'a> {
     campaign: &'a Campaign,
     deadline: Option<Instant>,
-    /// By the index a shrink request names; a withdrawn one is `None`.
-    findings: Mutex<Vec<Option<Tracked>>>,
+    findings: Mutex<HashMap<Key, Finding>>,
     tallies: Mutex<BTreeMap<Op, Tally>>,
     /// `answer_shape` of every reference answer so far, per op.
     shapes: Mutex<HashSet<(Op, u64)>>,
@@ -381,7 +379,7 @@ pub fn run<S: Sut>(
     let shared = Shared {
         campaign,
         deadline: campaign.time.map(|t| started + t),
-        findings: Mutex::new(Vec::new()),
+        findings: Mutex::new(HashMap::new()),
         tallies: Mutex::new(BTreeMap::new()),
         shapes: Mutex::new(HashSet::new()),
         progress,
@@ -450,7 +448,12 @@ pub fn run<S: Sut>(
         Ok(timeline)
     })?;
     timeline.push(sample(&shared, started));
-    let mut findings = settle(shared.findings.into_inner().unwrap_or_default());
+    let mut findings: Vec<Finding> = shared
+        .findings
+        .into_inner()
+        .unwrap_or_default()
+        .into_values()
+        .collect();
     findings.sort_by(|a, b| {
         b.gate
             .cmp(&a.gate)
@@ -567,60 +570,12 @@ fn rng_for(seed: u64, job: u64) -> TestRng {
 
 /// A new finding for the job's shrinker: the case is drawn again there from the job's RNG as it
 /// was before the batch (a proptest value tree cannot leave its thread).
-/// A finding being collected, and what places later cases under it.
-struct Tracked {
-    finding: Finding,
-    /// The campaign baseline's entry that knows it, by index: such a finding is not shrunk.
-    entry: Option<usize>,
-    /// Its signature is its minimal input's: a later case joins it only with its features.
-    settled: bool,
-}
-
-impl Tracked {
-    /// Whether a case of `op` and `signature` that `entry` knows (or none) is this cause.
-    fn takes(&self, op: Op, rule: Rule, signature: &Signature, entry: Option<usize>) -> bool {
-        let f = &self.finding;
-        f.op == op
-            && f.rule == rule
-            && f.signature.kind == signature.kind
-            && f.signature.action == signature.action
-            && self.entry == entry
-            && (entry.is_some() || !self.settled || f.signature.covers(signature))
-    }
-}
-
-/// The findings of a campaign, each with its final id: two that shrank to one signature are one,
-/// and so is one whose signature another's covers (the same cause, shrunk less far).
-fn settle(tracked: Vec<Option<Tracked>>) -> Vec<Finding> {
-    let mut tracked: Vec<Tracked> = tracked.into_iter().flatten().collect();
-    tracked.sort_by_key(|t| t.finding.signature.features.len());
-    let mut findings: Vec<Finding> = Vec::new();
-    let mut entries: Vec<Option<usize>> = Vec::new();
-    for t in tracked {
-        let mut f = t.finding;
-        f.id = finding_id(f.op, f.rule, &f.signature);
-        let same = findings.iter().zip(&entries).position(|(g, entry)| {
-            g.id == f.id
-                || (*entry == t.entry
-                    && (g.op, g.rule) == (f.op, f.rule)
-                    && g.signature.covers(&f.signature))
-        });
-        match same.map(|i| &mut findings[i]) {
-            Some(g) => {
-                g.hits += f.hits;
-                g.first_seen_ms = g.first_seen_ms.min(f.first_seen_ms);
-            }
-            None => {
-                findings.push(f);
-                entries.push(t.entry);
-            }
-        }
-    }
-    findings
-}
+/// What findings are deduplicated by: op, rule, kind, what the SUT did, and the index of the
+/// campaign baseline's entry that knows it (a known finding is not shrunk).
+type Key = (Op, Rule, String, Action, Option<usize>);
 
 struct ShrinkRequest {
-    key: usize,
+    key: Key,
     violation: Violation,
     /// What the SUT did: shrinking keeps it.
     action: Action,
@@ -753,31 +708,33 @@ fn job_loop<S: Sut>(
                 .as_ref()
                 .filter(|_| violation.gate)
                 .and_then(|b| b.position(op, violation.rule, &signature));
+            let key = (
+                op,
+                violation.rule,
+                violation.kind.clone(),
+                signature.action,
+                entry,
+            );
             let mut findings = shared
                 .findings
                 .lock()
                 .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
-            let rule = violation.rule;
-            let same = |t: &&mut Tracked| {
-                t.finding.op == op
-                    && t.finding.rule == rule
-                    && t.finding.signature.kind == signature.kind
-                    && t.finding.signature.action == signature.action
-                    && t.entry.is_none()
+            let slot = match findings.entry(key.clone()) {
+                Entry::Occupied(mut found) => {
+                    found.get_mut().hits += 1;
+                    continue;
+                }
+                Entry::Vacant(slot) => slot,
             };
-            let crowded =
-                entry.is_none() && findings.iter_mut().flatten().filter(same).count() >= MAX_CAUSES;
-            let joined = findings
-                .iter_mut()
-                .flatten()
-                .find(|t| t.takes(op, rule, &signature, entry) || (crowded && same(t)));
-            if let Some(found) = joined {
-                found.finding.hits += 1;
-                continue;
-            }
-            // Listed at once, as found; the shrinker makes it smaller meanwhile.
+            let known_cause = entry.and_then(|i| {
+                campaign
+                    .baseline
+                    .as_ref()
+                    .map(|b| b.known[i].cause.as_str())
+            });
             let action = signature.action;
-            let finding = super::shrink::finding(
+            // Listed at once, as found; the shrinker makes it smaller meanwhile.
+            let mut finding = super::shrink::finding(
                 op,
                 violation.clone(),
                 signature,
@@ -787,12 +744,8 @@ fn job_loop<S: Sut>(
                 campaign.seed,
                 shared.started.elapsed().as_millis() as u64,
             );
-            let key = findings.len();
-            findings.push(Some(Tracked {
-                finding,
-                entry,
-                settled: false,
-            }));
+            finding.id = finding_id(op, violation.rule, &finding.signature, known_cause);
+            slot.insert(finding);
             drop(findings);
             shared.progress.findings.fetch_add(1, Ordering::Relaxed);
             if entry.is_some() {
@@ -937,15 +890,7 @@ fn shrink_loop<S: Sut>(
         for n in request.first + 1..=request.first + request.index as u64 {
             tree = draws.tree(n, &mut runner)?;
         }
-        let Some(op) = shared
-            .findings
-            .lock()
-            .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?
-            .get(request.key)
-            .and_then(|t| t.as_ref().map(|t| t.finding.op))
-        else {
-            continue;
-        };
+        let op = request.key.0;
         let shrinking = Instant::now();
         shared.shrinks_started.fetch_add(1, Ordering::SeqCst);
         shared.shrinking.fetch_add(1, Ordering::SeqCst);
@@ -968,10 +913,9 @@ fn shrink_loop<S: Sut>(
             .findings
             .lock()
             .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
-        let Some(tracked) = findings.get_mut(request.key).and_then(Option::as_mut) else {
+        let Some(found) = findings.get_mut(&request.key) else {
             continue;
         };
-        let found = &mut tracked.finding;
         match shrunk? {
             Shrunk::Smallest {
                 violation,
@@ -985,58 +929,24 @@ fn shrink_loop<S: Sut>(
                 found.input = input;
                 found.sut = sut;
                 found.reference = reference;
-                tracked.settled = true;
             }
             Shrunk::Flaky(why) => {
                 found.detail = format!("{} (not shrunk: {why})", found.detail);
             }
             Shrunk::Slow => {
                 let hits = found.hits;
-                findings[request.key] = None;
+                findings.remove(&request.key);
                 drop(findings);
                 withdraw_hangs(shared, op, hits);
                 let _ = slow.send(op);
                 continue;
             }
         }
-        let gate = found.gate;
-        merge_same_cause(&mut findings, request.key);
-        if gate && campaign.stop_on_gate {
+        if found.gate && campaign.stop_on_gate {
             shared.stop.store(true, Ordering::Relaxed);
         }
     }
     Ok(())
-}
-
-/// A finding just shrunk to the signature of another settled one of its bucket is that one: its
-/// hits move there (a cause is counted once however many first cases it had).
-fn merge_same_cause(findings: &mut [Option<Tracked>], key: usize) {
-    let Some(just) = findings[key].as_ref().filter(|t| t.settled) else {
-        return;
-    };
-    let (signature, op, rule) = (
-        just.finding.signature.clone(),
-        just.finding.op,
-        just.finding.rule,
-    );
-    let other = findings.iter().enumerate().position(|(i, t)| {
-        i != key
-            && t.as_ref().is_some_and(|t| {
-                t.settled
-                    && t.entry.is_none()
-                    && (t.finding.op, t.finding.rule) == (op, rule)
-                    && t.finding.signature == signature
-            })
-    });
-    let Some(other) = other else {
-        return;
-    };
-    if let Some(just) = findings[key].take()
-        && let Some(into) = findings[other].as_mut()
-    {
-        into.finding.hits += just.finding.hits;
-        into.finding.first_seen_ms = into.finding.first_seen_ms.min(just.finding.first_seen_ms);
-    }
 }
 
 /// `hits` cases of `op` counted as hangs were slow cases: they pass (a later answer is not

@@ -257,7 +257,7 @@ pub(super) fn finding(
     first_seen_ms: u64,
 ) -> Finding {
     Finding {
-        id: finding_id(op, v.rule, &signature),
+        id: finding_id(op, v.rule, &signature, None),
         op,
         rule: v.rule,
         gate: v.gate,
@@ -276,19 +276,23 @@ pub(super) fn finding(
     }
 }
 
-/// `op-rule-hash`, stable across runs and machines (FNV-1a of the kind, then of the action and
-/// features).
-pub fn finding_id(op: Op, rule: Rule, signature: &Signature) -> String {
+/// `op-rule-hash`, stable across runs and machines: FNV-1a of the kind, then of what the SUT did
+/// and the cause of the baseline entry that knows it, where there are such (a finding of an
+/// action-less kind without an entry keeps the id it had when ids hashed the kind alone; corpus
+/// regressions are named by it). The input's features are not hashed: they depend on which of
+/// the cases of one key was shrunk, and the id must not.
+pub fn finding_id(op: Op, rule: Rule, signature: &Signature, known_cause: Option<&str>) -> String {
     let fnv = |h: u64, bytes: &[u8]| {
         bytes
             .iter()
             .fold(h, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3))
     };
-    // A finding without features or action detail keeps the id it had when ids hashed the
-    // kind alone (corpus regressions are named by it).
     let mut hash = fnv(0xcbf2_9ce4_8422_2325, signature.kind.as_bytes());
-    if signature.action != Action::Other || !signature.features.is_empty() {
-        hash = fnv(hash, signature.describe().as_bytes());
+    if signature.action != Action::Other {
+        hash = fnv(hash, signature.action.as_str().as_bytes());
+    }
+    if let Some(cause) = known_cause {
+        hash = fnv(hash, cause.as_bytes());
     }
     format!("{}-{}-{:08x}", op.as_str(), rule, hash as u32)
 }

@@ -219,7 +219,7 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "findings": outcome.findings.iter().map(|f| serde_json::json!({
             "id": f.id, "op": f.op, "rule": f.rule, "gate": f.gate, "kind": f.kind, "hits": f.hits,
             "class": f.impact.as_ref().map(|i| i.class), "why": f.impact.as_ref().map(|i| &i.why),
-            "baseline": f.baseline,
+            "baseline": f.baseline, "cause": f.cause,
             "firstSeenMs": f.first_seen_ms, "file": finding_file(f), "repro": campaign.repro(f),
         })).collect::<Vec<_>>(),
         "files": {"junit": "junit.xml", "summary": "summary.md", "html": "report.html", "sarif": "results.sarif"},
