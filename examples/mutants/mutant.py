@@ -7,7 +7,8 @@ The shim starts the reference normalizer (`$NORMFUZZ_BIN serve-reference`, defau
 applies the bug of the variant named by `NORMFUZZ_MUTANT` to the answer: it edits the answer, asks the
 reference about a changed input, or answers itself, whichever models the bug best. Each variant is
 the reference with ONE mistake that a runtime author writing from the spec could make; the table
-`VARIANTS` at the end names the rule each one breaks.
+`VARIANTS` at the end names the rule each one breaks. `NORMFUZZ_MUTANT=a+b` puts two bugs in: b
+rewrites what a answered (`apply`), so a baseline drafted on a alone can be shown to miss b.
 
     NORMFUZZ_MUTANT=s1_ascii_blank_only normfuzz conform --sut "python3 examples/mutants/mutant.py"
     python3 examples/mutants/mutant.py --list      # the table, one JSON object per line
@@ -115,11 +116,12 @@ class Err(str):
 class Call:
     """A request and, once read, the reference's answer to it."""
 
-    __slots__ = ("id", "op", "inp", "parse_error", "answer_raw", "_answer")
+    __slots__ = ("id", "op", "inp", "parse_error", "answer_raw", "_answer", "earlier")
 
     def __init__(self, raw: bytes):
         self.answer_raw = None
         self._answer = None
+        self.earlier = None
         self.parse_error = None
         try:
             req = json.loads(raw)
@@ -140,6 +142,14 @@ class Call:
     @property
     def output(self):
         return self.answer.get("output")
+
+    def with_answer(self, result):
+        """This request answered with `result`: what the second variant of a pair sees."""
+        c = Call.__new__(Call)
+        c.id, c.op, c.inp, c.parse_error = self.id, self.op, self.inp, self.parse_error
+        c.answer_raw, c._answer = encode_answer(self, result), None
+        c.earlier = self.earlier or self
+        return c
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,9 +305,11 @@ def valid_image_of(data, mime):
     return raw if raw is not None and sniff(raw) == mime else None
 
 
-def block_hook(pick):
+def block_hook(pick, from_input=False):
     """coerce_tool_result: replace the output block of each input block for which
-    `pick(input block, reference output block)` returns a list of blocks."""
+    `pick(input block, reference output block)` returns a list of blocks. `from_input`: `pick`
+    builds the block from the input block alone; as the second variant of a pair it then leaves
+    a block the first one changed (it would drop the first's bug)."""
     def fn(c):
         if c.op != "coerce_tool_result" or c.inp is UNPARSED:
             return None
@@ -305,11 +317,18 @@ def block_hook(pick):
         if not pairs:
             return None
         out = c.output
+        before = c.earlier.output if from_input and c.earlier is not None else None
+        ref_blocks = before.get("content") if isinstance(before, dict) else None
         content, changed = [], False
         for block, k in pairs:
-            repl = pick(block, out["content"][k]) if isinstance(block, dict) else None
+            ob = out["content"][k]
+            if ref_blocks is not None and (len(ref_blocks) != len(out["content"])
+                                           or ref_blocks[k] != ob):
+                repl = None
+            else:
+                repl = pick(block, ob) if isinstance(block, dict) else None
             if repl is None:
-                content.append(out["content"][k])
+                content.append(ob)
             else:
                 content += repl
                 changed = True
@@ -796,7 +815,7 @@ def image_variant(accept):
             return None
         new = accept(block.get("data"), block.get("mimeType"), ob)
         return None if new is None or new == ob else [new]
-    return block_hook(pick)
+    return block_hook(pick, from_input=True)
 
 
 def _gif(data, mime, ob):
@@ -1105,7 +1124,7 @@ def _unbounded(block, ob):
     return [text_block(full)] if full.startswith(ob["text"][:-len(TRUNCATED)]) else None
 
 
-f4_blob_in_text = block_hook(_blob_text)
+f4_blob_in_text = block_hook(_blob_text, from_input=True)
 f4_drop_link_uri = block_hook(_link_label_only)
 f4_unbounded_unknown = block_hook(_unbounded)
 
@@ -1165,12 +1184,12 @@ def _drop_unknown(block, ob):
     return [] if isinstance(t, str) and t not in KNOWN_BLOCK_TYPES else None
 
 
-c1_stringify_text = block_hook(_stringify)
+c1_stringify_text = block_hook(_stringify, from_input=True)
 c2_drop_invalid_image = block_hook(_drop_invalid_image)
-c3_drop_audio = block_hook(_drop_audio)
+c3_drop_audio = block_hook(_drop_audio, from_input=True)
 c4_name_over_title = block_hook(_name_first)
-c5_resource_text_ignored = block_hook(_ignore_resource_text)
-c6_drop_unknown = block_hook(_drop_unknown)
+c5_resource_text_ignored = block_hook(_ignore_resource_text, from_input=True)
+c6_drop_unknown = block_hook(_drop_unknown, from_input=True)
 
 
 def c7_ignore_structured(c):
@@ -1384,6 +1403,11 @@ class Variant(NamedTuple):
     description: str
     fn: Callable[[Call], object]
     ops: tuple
+    # The ops on which `fn` builds its answer from the input alone (asking the reference about a
+    # changed input, or answering an error) instead of editing the answer it is given: as the
+    # second of a pair it would drop the first's bug, so there it skips an answer the first
+    # variant changed.
+    answers: tuple = ()
 
 
 TEXT = ("neutralize_text", "coerce_tool_result")
@@ -1406,7 +1430,7 @@ VARIANTS = {
     "s1_regex_no_multiline": Variant("S1", "the directive regex lacks the multiline flag: only a directive at the start of the text is caught", s1_regex_no_multiline, TEXT),
     "s1_replace_first_only": Variant("S1", "replace() without the global flag: only the first directive line is neutralized", s1_replace_first_only, TEXT),
     "s1_resource_text_raw": Variant("S1", "embedded resource text bypasses the neutralizer (only text blocks are neutralized)", s1_resource_text_raw, COERCE),
-    "s1_stream_chunks_alone": Variant("S1", "each streamed chunk is neutralized on its own: a directive split across chunks is delivered live", s1_stream_chunks_alone, STREAM),
+    "s1_stream_chunks_alone": Variant("S1", "each streamed chunk is neutralized on its own: a directive split across chunks is delivered live", s1_stream_chunks_alone, STREAM, answers=STREAM),
     # S2
     "s2_accepts_gif": Variant("S2", "image/gif is on the allowlist (Gemini refuses it)", s2_accepts_gif, COERCE),
     "s2_trusts_mimetype": Variant("S2", "mimeType is trusted without checking the magic bytes", s2_trusts_mimetype, COERCE),
@@ -1417,17 +1441,17 @@ VARIANTS = {
     "s2_empty_data_passthrough": Variant("S2", "an image block with missing or empty data is forwarded as an image with data \"\" (the seed 001 bug)", s2_empty_data_passthrough, COERCE),
     "s2_mime_case_insensitive": Variant("S2", "mimeType compared case-insensitively and forwarded as given (IMAGE/PNG)", s2_mime_case_insensitive, COERCE),
     # S3 / U
-    "s3_path_dotdot_escape": Variant("S3", "local paths are checked with a string prefix before normalization: /root/../etc/passwd passes", s3_path_dotdot_escape, REPLY),
-    "s3_any_absolute_path": Variant("S3", "any absolute local path is accepted, inside the roots or not", s3_any_absolute_path, REPLY),
-    "s3_stream_blocks_trusted": Variant("S3", "streamed blocks go through the trusted final-reply parser: their MEDIA: lines deliver media", s3_stream_blocks_trusted, STREAM),
-    "u1_raw_host_ip_check": Variant("U1", "private-IP check runs on the raw host string: only dotted-quad decimal is seen as an IP (127.1, 0x7f.1, %31%32%37.0.0.1 pass)", u1_raw_host_ip_check, URL),
-    "u2_allows_http": Variant("U2", "scheme check accepts http: as well as https:", u2_allows_http, URL),
-    "u3_allows_userinfo": Variant("U3", "userinfo (user:pass@) is ignored instead of rejected", u3_allows_userinfo, URL),
-    "u4_misses_cgnat": Variant("U4", "the IPv4 blocklist lacks 100.64.0.0/10 (CGNAT) and 198.18.0.0/15 (benchmarking)", u4_misses_cgnat, URL),
-    "u5_misses_embedded_ipv4": Variant("U5", "IPv6 is judged by the IPv6 registry alone: NAT64, 6to4, Teredo, IPv4-compatible forms of private IPv4 pass", u5_misses_embedded_ipv4, URL),
-    "u6_misses_internal_suffixes": Variant("U6", "only localhost, *.localhost and .local are special: .internal, .home.arpa, .lan, .corp... pass", u6_misses_internal_suffixes, URL),
-    "u6_allows_single_label": Variant("U6", "single-label host names (https://intranet/) are accepted", u6_allows_single_label, URL),
-    "u7_misses_wildcard_dns": Variant("U7", "wildcard-DNS names (127.0.0.1.nip.io, 10-0-0-1.sslip.io) are judged as plain names", u7_misses_wildcard_dns, URL),
+    "s3_path_dotdot_escape": Variant("S3", "local paths are checked with a string prefix before normalization: /root/../etc/passwd passes", s3_path_dotdot_escape, REPLY, answers=REPLY),
+    "s3_any_absolute_path": Variant("S3", "any absolute local path is accepted, inside the roots or not", s3_any_absolute_path, REPLY, answers=REPLY),
+    "s3_stream_blocks_trusted": Variant("S3", "streamed blocks go through the trusted final-reply parser: their MEDIA: lines deliver media", s3_stream_blocks_trusted, STREAM, answers=STREAM),
+    "u1_raw_host_ip_check": Variant("U1", "private-IP check runs on the raw host string: only dotted-quad decimal is seen as an IP (127.1, 0x7f.1, %31%32%37.0.0.1 pass)", u1_raw_host_ip_check, URL, answers=REPLY),
+    "u2_allows_http": Variant("U2", "scheme check accepts http: as well as https:", u2_allows_http, URL, answers=REPLY),
+    "u3_allows_userinfo": Variant("U3", "userinfo (user:pass@) is ignored instead of rejected", u3_allows_userinfo, URL, answers=REPLY),
+    "u4_misses_cgnat": Variant("U4", "the IPv4 blocklist lacks 100.64.0.0/10 (CGNAT) and 198.18.0.0/15 (benchmarking)", u4_misses_cgnat, URL, answers=REPLY),
+    "u5_misses_embedded_ipv4": Variant("U5", "IPv6 is judged by the IPv6 registry alone: NAT64, 6to4, Teredo, IPv4-compatible forms of private IPv4 pass", u5_misses_embedded_ipv4, URL, answers=REPLY),
+    "u6_misses_internal_suffixes": Variant("U6", "only localhost, *.localhost and .local are special: .internal, .home.arpa, .lan, .corp... pass", u6_misses_internal_suffixes, URL, answers=REPLY),
+    "u6_allows_single_label": Variant("U6", "single-label host names (https://intranet/) are accepted", u6_allows_single_label, URL, answers=REPLY),
+    "u7_misses_wildcard_dns": Variant("U7", "wildcard-DNS names (127.0.0.1.nip.io, 10-0-0-1.sslip.io) are judged as plain names", u7_misses_wildcard_dns, URL, answers=REPLY),
     "u8_reason_not_string": Variant("U8", "the reason is serialized as an integer enum instead of a string code", u8_reason_not_string, ("check_media_url",)),
     # S4 / R
     "s4_never_strips": Variant("S4", "the fallback path never calls the retry image policy: every retry keeps the images", s4_never_strips, RETRY),
@@ -1450,7 +1474,7 @@ VARIANTS = {
     "f4_blob_in_text": Variant("F4", "a blob resource becomes text holding its base64 blob (resource.text ?? resource.blob)", f4_blob_in_text, COERCE),
     "f4_drop_link_uri": Variant("F4", "a resource_link keeps only its label, not its URI", f4_drop_link_uri, COERCE),
     "f4_unbounded_unknown": Variant("F4", "the JSON text of an unknown block is not cut to 8 KiB", f4_unbounded_unknown, COERCE),
-    "f5_malformed_drops_all": Variant("F5", "one malformed block (not an object, no type) replaces the whole result with one error text", f5_malformed_drops_all, COERCE),
+    "f5_malformed_drops_all": Variant("F5", "one malformed block (not an object, no type) replaces the whole result with one error text", f5_malformed_drops_all, COERCE, answers=COERCE),
     # C
     "c1_stringify_text": Variant("C1", "a non-string `text` is stringified (str(5) -> \"5\") instead of treated as malformed", c1_stringify_text, COERCE),
     "c2_drop_invalid_image": Variant("C2", "an invalid image is dropped instead of becoming a placeholder text", c2_drop_invalid_image, COERCE),
@@ -1458,14 +1482,14 @@ VARIANTS = {
     "c4_name_over_title": Variant("C4", "resource_link label prefers name over title", c4_name_over_title, COERCE),
     "c5_resource_text_ignored": Variant("C5", "an embedded text resource becomes `[resource <mime>] <uri>`, its text is lost", c5_resource_text_ignored, COERCE),
     "c6_drop_unknown": Variant("C6", "blocks of unknown type are dropped", c6_drop_unknown, COERCE),
-    "c7_ignore_structured": Variant("C7", "structuredContent is ignored when content is missing or empty", c7_ignore_structured, COERCE),
-    "c8_error_non_object": Variant("C8", "a result that is not an object is answered with an error", c8_error_non_object, COERCE),
+    "c7_ignore_structured": Variant("C7", "structuredContent is ignored when content is missing or empty", c7_ignore_structured, COERCE, answers=COERCE),
+    "c8_error_non_object": Variant("C8", "a result that is not an object is answered with an error", c8_error_non_object, COERCE, answers=COERCE),
     # D
     "d1_delete_directive_lines": Variant("D1", "directive lines are deleted instead of prefixed", d1_delete_directive_lines, TEXT),
     "d1_neutralize_inline": Variant("D1", "every MEDIA: is prefixed, also in the middle of a line (plain replace)", d1_neutralize_inline, TEXT),
-    "d2_voice_tag_left": Variant("D2", "[[audio_as_voice]] sets the flag but stays in the text", d2_voice_tag_left, ("parse_reply",)),
-    "s3_embed_url_unchecked": Variant("S3", "a canvas embed's url= is stored without the URL policy: private and non-https URLs are rendered", s3_embed_url_unchecked, ("parse_reply",)),
-    "d2_rejected_line_kept": Variant("D2", "a MEDIA: line whose target is rejected is counted but left in the text", d2_rejected_line_kept, ("parse_reply",)),
+    "d2_voice_tag_left": Variant("D2", "[[audio_as_voice]] sets the flag but stays in the text", d2_voice_tag_left, ("parse_reply",), answers=("parse_reply",)),
+    "s3_embed_url_unchecked": Variant("S3", "a canvas embed's url= is stored without the URL policy: private and non-https URLs are rendered", s3_embed_url_unchecked, ("parse_reply",), answers=("parse_reply",)),
+    "d2_rejected_line_kept": Variant("D2", "a MEDIA: line whose target is rejected is counted but left in the text", d2_rejected_line_kept, ("parse_reply",), answers=("parse_reply",)),
     "d3_dedupe_raw_string": Variant("D3", "media are deduplicated by their raw spelling, not after canonicalization", d3_dedupe_raw_string, REPLY),
     # B
     "b1_crash_deep_nesting": Variant("B1", "input is validated by an unguarded recursive walk: nesting near 1000 raises RecursionError and the process dies", b1_crash_deep_nesting, tuple(OPS)),
@@ -1487,8 +1511,33 @@ def encode_answer(c, result):
     return json.dumps(msg, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def serve(name):
-    variant = VARIANTS.get(name) if name else None
+def apply(variants, c):
+    """The answer `variants` give to `c` in order, each seeing the one before it (None: the
+    reference's answer, unchanged)."""
+    result = None
+    for v in variants:
+        if c.op not in v.ops or (result is not None and c.op in v.answers):
+            continue
+        new = v.fn(c if result is None else c.with_answer(result))
+        if new is not None:
+            result = new
+    return result
+
+
+def parse_names(value):
+    """The variants `NORMFUZZ_MUTANT` names: one, or a pair `a+b` applied in that order."""
+    names = value.split("+") if value else []
+    unknown = [n for n in names if n not in VARIANTS]
+    if unknown:
+        raise ValueError("unknown NORMFUZZ_MUTANT variant %s (see --list)"
+                         % ", ".join(repr(n) for n in unknown))
+    if len(names) > 2 or len(set(names)) != len(names):
+        raise ValueError("NORMFUZZ_MUTANT %r: name one variant or a pair of two different "
+                         "ones (a+b)" % value)
+    return [VARIANTS[n] for n in names]
+
+
+def serve(name, variants):
     child = Reference()
     out = sys.stdout.buffer
     out.write(json.dumps({"normfuzz": 1, "name": "mutant " + (name or "reference"), "ops": OPS}).encode() + b"\n")
@@ -1503,7 +1552,7 @@ def serve(name):
                 if c is None:
                     return
                 c.answer_raw = child.recv()
-                result = variant.fn(c) if variant is not None and c.op in variant.ops else None
+                result = apply(variants, c)
                 stats["requests"] += 1
                 if result is not None:
                     stats["changed"] += 1
@@ -1547,17 +1596,19 @@ def serve(name):
 def main():
     if sys.argv[1:] == ["--list"]:
         for name, v in VARIANTS.items():
-            print(json.dumps({"name": name, "rule": v.rule, "description": v.description},
-                             ensure_ascii=False))
+            print(json.dumps({"name": name, "rule": v.rule, "description": v.description,
+                              "answers": list(v.answers)}, ensure_ascii=False))
         return 0
     if len(sys.argv) > 1:
-        print("usage: mutant.py [--list]   (variant from NORMFUZZ_MUTANT)", file=sys.stderr)
+        print("usage: mutant.py [--list]   (variant from NORMFUZZ_MUTANT: a, or a pair a+b)", file=sys.stderr)
         return 2
     name = os.environ.get("NORMFUZZ_MUTANT", "")
-    if name and name not in VARIANTS:
-        print("mutant.py: unknown NORMFUZZ_MUTANT %r (see --list)" % name, file=sys.stderr)
+    try:
+        variants = parse_names(name)
+    except ValueError as e:
+        print("mutant.py: %s" % e, file=sys.stderr)
         return 2
-    serve(name)
+    serve(name, variants)
     return 0
 
 

@@ -6,6 +6,11 @@ differs from the plain reference's, both sent through the shim: once with NORMFU
 reference passed through) and once with the variant. A crash or a hang counts as a difference. Exits
 1 when a variant answers like the reference on its input, or when a variant has no case here.
 
+Then the pairs (`NORMFUZZ_MUTANT=a+b`): for every two variants that break the same rule, the pair
+answers both variants' inputs unlike the reference (each bug survives the other), and on the inputs
+in PAIR_CASES the pair gives the answer written there (the second rewrites what the first answered,
+or leaves what it would answer from the input alone).
+
     python3 examples/mutants/selftest.py            # all variants
     python3 examples/mutants/selftest.py s2_ b1_    # variants whose name starts so
 """
@@ -153,6 +158,23 @@ CASES = {
 }
 
 
+# (pair, requests, the pair's output for the last request)
+PAIR_CASES = [
+    # d1 deletes the lines s1 left marked: the one s1 unmarked (lower case) stays.
+    ("s1_case_sensitive+d1_delete_directive_lines", [text("media:/a\nMEDIA:/b")],
+     {"text": "media:/a\n"}),
+    # d1 alone would delete both lines: as the second, it deletes what the first still marked.
+    ("s1_replace_first_only+d1_delete_directive_lines", [text("MEDIA:/a\nMEDIA:/b")],
+     {"text": "MEDIA:/b"}),
+    # u6_allows_single_label answers parse_reply from the input alone: after the first changed
+    # the answer it leaves it, so printer.internal (the first's bug) is still delivered.
+    ("u6_misses_internal_suffixes+u6_allows_single_label",
+     [reply("MEDIA:https://printer.internal/a.png\nMEDIA:https://intranet/b.png")],
+     {"text": "", "mediaUrls": ["https://printer.internal/a.png"], "audioAsVoice": False,
+      "replyTo": None, "embeds": [], "rejectedMedia": 1}),
+]
+
+
 class Shim:
     def __init__(self, variant):
         env = dict(os.environ)
@@ -218,8 +240,9 @@ def brief(answers):
 
 
 def main():
-    listed = [json.loads(l)["name"] for l in subprocess.run(
+    rows = [json.loads(l) for l in subprocess.run(
         SHIM + ["--list"], capture_output=True, check=True, text=True).stdout.splitlines()]
+    listed = [r["name"] for r in rows]
     prefixes = sys.argv[1:]
     names = [n for n in listed if not prefixes or n.startswith(tuple(prefixes))]
     failures = [n for n in names if n not in CASES]
@@ -231,15 +254,46 @@ def main():
         got = run(name, CASES[name])
         return name, base, got
 
+    bases = {}
     with ThreadPoolExecutor(max_workers=8) as pool:
         for name, base, got in pool.map(check, [n for n in names if n in CASES]):
+            bases[name] = base
             if base == got:
                 failures.append(name)
                 print("SAME     %-28s %s" % (name, brief(got)))
             else:
                 print("live     %-28s reference %s\n         %-28s variant   %s" % (name, brief(base), "", brief(got)))
     print("%d variants, %d live, %d failing" % (len(names), len(names) - len(failures), len(failures)))
-    return 1 if failures else 0
+    pair_failures = check_pairs({r["name"]: r["rule"] for r in rows}, names, bases)
+    return 1 if failures or pair_failures else 0
+
+
+def check_pairs(rule, names, bases):
+    """The pairs of `names` that share a `rule`, and PAIR_CASES: the names of those that fail.
+    `bases`: the reference's answers to each variant's CASES."""
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:]
+             if rule[a] == rule[b] and rule[a] != "-" and a in CASES and b in CASES]
+
+    def check(pair):
+        both = "+".join(pair)
+        return [(both, v, bases[v], run(both, CASES[v])) for v in pair]
+
+    failures = []
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        for checks in pool.map(check, pairs):
+            for both, v, base, got in checks:
+                if base == got:
+                    failures.append(both)
+                    print("SAME     %-28s on %s's input: %s" % (both, v, brief(got)))
+        for both, requests, want in PAIR_CASES:
+            if not all(n in names for n in both.split("+")):
+                continue
+            got = run(both, requests)
+            if not isinstance(got[-1], dict) or got[-1].get("output") != want:
+                failures.append(both)
+                print("WRONG    %s: %s, want %s" % (both, brief(got), json.dumps(want)))
+    print("%d pairs, %d failing" % (len(pairs), len(failures)))
+    return failures
 
 
 if __name__ == "__main__":

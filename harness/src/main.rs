@@ -93,8 +93,8 @@ enum Command {
     /// Run a real agent runtime (installed on first use) against the mock providers and the mock
     /// MCP server, one sandboxed turn per case, judged by rule id against its baseline.
     ///
-    /// Ends with `N passed, N failed`; exits 0 when every finding is in the baseline and no
-    /// baseline entry is stale, 1 otherwise, 2 on a setup error.
+    /// Ends with `N passed, N failed`; exits 0 when every finding is in the baseline or of a
+    /// class outside --fail-on and no baseline entry is stale, 1 otherwise, 2 on a setup error.
     E2e(normfuzz::runner::e2e::driver::E2eArgs),
     /// Time a real runtime's own tool-result coercion on the benchmark documents (installed on
     /// first use, as for e2e); `cargo xtask bench --anchor` prints it next to the reference.

@@ -149,8 +149,13 @@ enum Task {
     /// `examples/mutants/mutant.py` and print the kill matrix (`target/mutants/kill-matrix.md`).
     ///
     /// Fails when a mutant survives its budget or the faithful variant fails the gate.
+    ///
+    /// With `--pairs`, measures baselines instead: for each two variants A, B that break the
+    /// same rule, a run against A drafts a baseline and one against both bugs (A+B) must fail
+    /// on a new finding (`target/mutant-pairs.md`). Fails when A alone does not pass its own
+    /// draft or the faithful variant drafts an entry; slipped pairs are the measurement.
     Mutants {
-        /// Seconds each mutant may survive.
+        /// Seconds each mutant may survive (with --pairs: seconds of each campaign).
         #[arg(long, default_value_t = 10.0)]
         budget: f64,
         /// Seconds the faithful variant runs (it must pass with 0 gate failures).
@@ -159,6 +164,15 @@ enum Task {
         /// Only these variants (comma-separated names from `mutant.py --list`).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// Measure baselines on pairs of variants (see above).
+        #[arg(long)]
+        pairs: bool,
+        /// With --pairs: only pairs that break these rules (comma-separated, e.g. S1,F3).
+        #[arg(long, value_delimiter = ',', requires = "pairs")]
+        only_rule: Vec<String>,
+        /// Run this normfuzz build instead of building one in release mode.
+        #[arg(long, value_name = "FILE")]
+        normfuzz: Option<PathBuf>,
     },
 }
 
@@ -254,14 +268,32 @@ impl Task {
                 budget,
                 faithful,
                 only,
+                pairs,
+                only_rule,
+                normfuzz,
             } => {
-                let normfuzz = build_normfuzz(&root)?;
-                let options = mutants::Options {
-                    budget,
-                    faithful,
-                    only,
+                let normfuzz = match normfuzz {
+                    Some(path) => std::path::absolute(&path)
+                        .with_context(|| format!("bad --normfuzz {}", path.display()))?,
+                    None => build_normfuzz(&root)?,
                 };
-                let problems = mutants::mutants(&root, &normfuzz, &options)?;
+                let problems = if pairs {
+                    let options = mutants::pairs::Options {
+                        budget,
+                        faithful,
+                        only,
+                        only_rule,
+                        out: root.join("target"),
+                    };
+                    mutants::pairs::pairs(&root, &normfuzz, &options)?
+                } else {
+                    let options = mutants::Options {
+                        budget,
+                        faithful,
+                        only,
+                    };
+                    mutants::mutants(&root, &normfuzz, &options)?
+                };
                 if !problems.is_empty() {
                     bail!("{}", problems.join("; "));
                 }

@@ -3,6 +3,7 @@
 //! took, and the minimal input. A mutant that survives its time budget, or a faithful variant
 //! with a gate failure, fails the task.
 
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
@@ -35,12 +36,26 @@ pub struct Options {
     pub only: Vec<String>,
 }
 
-/// Runs the matrix; `Ok` holds the problems (survivors, a failing faithful variant), `Err` only
-/// what kept the matrix from running.
-pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<String>> {
-    let shim = root.join("examples/mutants/mutant.py");
+pub mod pairs;
+
+/// `examples/mutants/mutant.py`, relative to the workspace root.
+const SHIM: &str = "examples/mutants/mutant.py";
+
+/// The `--sut` command that runs the shim.
+fn shim_command(root: &Path) -> String {
+    format!("python3 {}", root.join(SHIM).display())
+}
+
+/// A row of `mutant.py --list`.
+pub(crate) struct Variant {
+    pub name: String,
+    pub rule: String,
+}
+
+/// The variants `mutant.py --list` names, in its order; only those in `only` unless it is empty.
+pub(crate) fn variants(root: &Path, only: &[String]) -> Result<Vec<Variant>> {
     let list = Command::new("python3")
-        .arg(&shim)
+        .arg(root.join(SHIM))
         .arg("--list")
         .output()
         .context("cannot run python3 examples/mutants/mutant.py --list")?;
@@ -55,27 +70,76 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
         let row: Value =
             serde_json::from_str(line).with_context(|| format!("bad --list line {line:?}"))?;
         let field = |k: &str| row[k].as_str().unwrap_or_default().to_string();
-        variants.push((field("name"), field("rule")));
+        variants.push(Variant {
+            name: field("name"),
+            rule: field("rule"),
+        });
     }
-    let selected: Vec<&(String, String)> = variants
+    if let Some(unknown) = only
         .iter()
-        .filter(|(name, _)| options.only.is_empty() || options.only.contains(name))
-        .collect();
-    if selected.is_empty() {
+        .find(|o| !variants.iter().any(|v| &v.name == *o))
+    {
         bail!(
-            "no mutant selected (known: {})",
+            "no mutant {unknown} (known: {})",
             variants
                 .iter()
-                .map(|v| v.0.as_str())
+                .map(|v| v.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         );
     }
+    variants.retain(|v| only.is_empty() || only.contains(&v.name));
+    Ok(variants)
+}
+
+/// `normfuzz conform` against `mutant.py` with `NORMFUZZ_MUTANT=mutant` (one variant or a pair
+/// `a+b`) for `seconds` from seed 1, its report in `report`, `args` added: the exit code, 0
+/// (pass) or 1 (gate failure); anything else is an error.
+pub(crate) fn conform(
+    root: &Path,
+    normfuzz: &Path,
+    mutant: &str,
+    seconds: f64,
+    report: &Path,
+    args: &[&OsStr],
+) -> Result<i32> {
+    let status = Command::new(normfuzz)
+        .current_dir(root)
+        .env("NORMFUZZ_MUTANT", mutant)
+        .env("NORMFUZZ_BIN", normfuzz)
+        .args(["conform", "--sut", &shim_command(root)])
+        .args(["--seed", "1", "--time"])
+        .arg(seconds.to_string())
+        // A hang costs the wait calibrated on the shim's answers; only its confirmation, once
+        // per finding, waits this full time-out: `b1_redos_hang` is killed in about 5 s.
+        .args(["--timeout-ms", "2500"])
+        .arg("--report")
+        .arg(report)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .with_context(|| format!("cannot run normfuzz conform for {mutant}"))?;
+    match status.code() {
+        Some(code @ (0 | 1)) => Ok(code),
+        _ => bail!(
+            "normfuzz conform could not run mutant {mutant} ({status}); report in {}",
+            report.display()
+        ),
+    }
+}
+
+/// Runs the matrix; `Ok` holds the problems (survivors, a failing faithful variant), `Err` only
+/// what kept the matrix from running.
+pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<String>> {
+    let selected = variants(root, &options.only)?;
+    if selected.is_empty() {
+        bail!("no mutant selected");
+    }
     let reports = root.join("target/mutants");
-    let sut = format!("python3 {}", shim.display());
     let mut kills = Vec::new();
     let mut faithful_failures = None;
-    for (i, (name, rule)) in selected.iter().enumerate() {
+    for (i, Variant { name, rule }) in selected.iter().enumerate() {
         let faithful = name == FAITHFUL;
         let seconds = if faithful {
             options.faithful
@@ -89,32 +153,13 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
         );
         let report = reports.join(name);
         let started = Instant::now();
-        let mut cmd = Command::new(normfuzz);
-        cmd.current_dir(root)
-            .env("NORMFUZZ_MUTANT", name)
-            .env("NORMFUZZ_BIN", normfuzz)
-            .args(["conform", "--sut", &sut, "--seed", "1", "--time"])
-            .arg(seconds.to_string())
-            // A hang costs the wait calibrated on the shim's answers; only its confirmation, once
-            // per finding, waits this full time-out: `b1_redos_hang` is killed in about 5 s.
-            .args(["--timeout-ms", "2500"])
-            .arg("--report")
-            .arg(&report)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        if !faithful {
-            cmd.arg("--stop-on-gate");
-        }
-        let status = cmd
-            .status()
-            .with_context(|| format!("cannot run normfuzz conform for {name}"))?;
+        let stop: &[&OsStr] = if faithful {
+            &[]
+        } else {
+            &["--stop-on-gate".as_ref()]
+        };
+        conform(root, normfuzz, name, seconds, &report, stop)?;
         let wall_ms = started.elapsed().as_millis();
-        if status.code() == Some(2) || status.code().is_none() {
-            bail!(
-                "normfuzz conform could not run mutant {name} ({status}); report in {}",
-                report.display()
-            );
-        }
         let gate = first_gate_finding(&report)?;
         if faithful {
             faithful_failures = Some(gate);

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
 use normfuzz::runner::campaign::{Campaign, Progress, Shard};
-use normfuzz::runner::impact::{Class, Profile};
+use normfuzz::runner::impact::{Class, FailOn, Profile};
 use normfuzz::runner::upstream::RuntimeId;
 
 use super::io::{SutArgs, open_sut};
@@ -61,12 +61,8 @@ pub struct ConformArgs {
     /// time-out.
     #[arg(long, value_name = "FILE")]
     profile: Option<PathBuf>,
-    /// Impact classes whose gate findings fail the run (comma-separated: bug, hardening,
-    /// spec) [default: bug,hardening]. A spec finding is a divergence: it fails only under
-    /// --strict.
-    #[arg(long, value_delimiter = ',',
-          value_parser = |s: &str| Class::parse(s).map_err(|e| e.to_string()))]
-    fail_on: Option<Vec<Class>>,
+    #[command(flatten)]
+    fail_on: FailOn,
     /// Known findings (TOML: `[[known]]` entries with op, rule, the finding kinds they cover
     /// (none: every kind), class, cause and reason, as `--write-baseline` drafts them): a
     /// finding an entry covers is counted and keeps the run green, not shrunk again; a new one
@@ -152,7 +148,7 @@ impl ConformArgs {
         self.jobs = self.jobs.or(config.jobs);
         self.profile = self.profile.or(config.profile);
         self.baseline = self.baseline.or(config.baseline);
-        self.fail_on = self.fail_on.or(config.fail_on);
+        self.fail_on.classes = self.fail_on.classes.or(config.fail_on);
         self.strict |= config.strict;
         Ok(self)
     }
@@ -273,10 +269,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     bar.finish_and_clear();
     let mut outcome = outcome;
     outcome.classify(&profile);
-    outcome.fail_on = args
-        .fail_on
-        .clone()
-        .unwrap_or_else(|| normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec());
+    outcome.fail_on = args.fail_on.classes();
     if let (Some(baseline), Some(path)) = (&campaign.baseline, &args.baseline) {
         outcome.judge_baseline(baseline, &path.display().to_string());
     }

@@ -53,6 +53,38 @@ impl fmt::Display for Class {
     }
 }
 
+/// `--fail-on` of `conform` and `e2e`: the impact classes whose new findings fail a run.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct FailOn {
+    /// Impact classes whose new findings fail the run (comma-separated: bug, hardening, spec)
+    /// [default: bug,hardening]; a finding of another class is reported and passes. In
+    /// `conform` a spec finding is a divergence: it fails only under --strict.
+    #[arg(long = "fail-on", value_name = "CLASSES", value_delimiter = ',',
+          value_parser = |s: &str| Class::parse(s).map_err(|e| e.to_string()))]
+    pub classes: Option<Vec<Class>>,
+}
+
+impl FailOn {
+    /// The classes given, else the default.
+    pub fn classes(&self) -> Vec<Class> {
+        self.classes
+            .clone()
+            .unwrap_or_else(|| crate::runner::campaign::DEFAULT_FAIL_ON.to_vec())
+    }
+
+    /// The classes a report's `index.json` records (`failOn`), else the default: a report from
+    /// before `--fail-on` was recorded ran with it.
+    pub fn of_index(index: &Value) -> Result<Vec<Class>> {
+        let classes = match index.get("failOn") {
+            Some(classes) if !classes.is_null() => Some(
+                serde_json::from_value(classes.clone()).context("`failOn` is not a class list")?,
+            ),
+            _ => None,
+        };
+        Ok(FailOn { classes }.classes())
+    }
+}
+
 /// The conventions of a runtime that a finding's class depends on, each read in its code: the
 /// `_evidence` fields say where.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]

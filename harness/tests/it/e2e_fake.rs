@@ -236,6 +236,64 @@ fn baseline_of(found: &[(String, String, String)]) -> String {
         .collect()
 }
 
+/// `--fail-on`: only new findings of the classes it names fail the run. The bad fake's image
+/// without data loses its siblings (F5, hardening: the input breaks the MCP schema) and its
+/// tool text carries a directive line (S1, bug); a baseline knows every finding but one.
+#[test]
+fn only_new_findings_of_the_fail_on_classes_fail_an_e2e_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let adapter = adapter(dir.path(), "bad");
+    let run = |report: &str, baseline: Option<&str>, fail_on: Option<&str>| {
+        let mut args = vec![
+            "--case",
+            "seed001-image-without-data",
+            "--case",
+            "tool-text-plants-media",
+        ];
+        args.extend(
+            fail_on
+                .map(|classes| ["--fail-on", classes])
+                .into_iter()
+                .flatten(),
+        );
+        run_e2e(
+            dir.path(),
+            &adapter,
+            &dir.path().join(report),
+            &args,
+            baseline,
+        )
+    };
+    let (code, all) = run("all", None, None);
+    assert_eq!(code, 1, "{all:#}");
+    let all_found = found(&all);
+    let all_but = |case: &str, rule: &str| {
+        let known: Vec<_> = all_found
+            .iter()
+            .filter(|(c, r, _)| !(c == case && r == rule))
+            .cloned()
+            .collect();
+        assert_eq!(
+            known.len() + 1,
+            all_found.len(),
+            "{case} {rule}: {all_found:?}"
+        );
+        baseline_of(&known)
+    };
+
+    let hardening_new = all_but("seed001-image-without-data", "F5");
+    let (code, index) = run("hardening-default", Some(&hardening_new), None);
+    assert_eq!((code, &index["new"]), (1, &json!(1)), "{index:#}");
+    assert_eq!(index["failOn"], json!(["bug", "hardening"]));
+    let (code, index) = run("hardening-bug", Some(&hardening_new), Some("bug"));
+    assert_eq!((code, &index["new"]), (0, &json!(1)), "{index:#}");
+    assert_eq!(index["failOn"], json!(["bug"]));
+
+    let bug_new = all_but("tool-text-plants-media", "S1");
+    let (code, index) = run("bug-bug", Some(&bug_new), Some("bug"));
+    assert_eq!((code, &index["new"]), (1, &json!(1)), "{index:#}");
+}
+
 /// `--via channel`: the fake serves the mock Telegram Bot API as a gateway would. The good one
 /// passes (its one expected image arrives); the bad one's leaks are caught on the delivered
 /// layer: the canary planted at /tmp/screenshots/secret.png uploaded byte for byte (S3, when the sandbox can

@@ -64,6 +64,8 @@ pub struct E2eArgs {
     /// Baseline of known findings (default: the adapter's `baseline`).
     #[arg(long)]
     pub baseline: Option<PathBuf>,
+    #[command(flatten)]
+    pub fail_on: crate::runner::impact::FailOn,
     /// The mock MCP server binary (default: `mock-providers` next to this executable).
     #[arg(long)]
     pub mock_providers: Option<PathBuf>,
@@ -210,6 +212,7 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             scenario: args.scenario,
             baseline: &baseline,
             baseline_path: baseline_path.as_deref(),
+            fail_on: &args.fail_on.classes(),
             plan: &plan,
             report: &report,
             start,

@@ -211,14 +211,14 @@ pub fn fuzz(runs: &[FuzzRun]) -> Result<String> {
     to_xml(&report)
 }
 
-/// An e2e run: one suite, one test case per case id (`e2e/<case>`). A new finding or an
-/// unjudgeable case fails it; known findings (in the runtime's baseline) pass with their reasons
-/// in `<system-out>`; a stale baseline entry is a failing `baseline/<case>/<rule>` case.
+/// An e2e run: one suite, one test case per case id (`e2e/<case>`). A new finding of a class
+/// `--fail-on` names or an unjudgeable case fails it; the other findings (known ones, in the
+/// runtime's baseline, and new ones of other classes) pass with their reasons in `<system-out>`; a stale baseline entry is a failing `baseline/<case>/<rule>` case.
 pub fn e2e(view: &E2eView) -> Result<String> {
     let mut report = Report::new("normfuzz e2e");
     let mut suite = TestSuite::new(format!("e2e {}", view.runtime));
     for c in &view.cases {
-        let new: Vec<_> = c.findings.iter().filter(|f| !f.known).collect();
+        let new: Vec<_> = c.findings.iter().filter(|f| f.fails).collect();
         let status = if let Some(error) = &c.error {
             let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
             status
@@ -258,14 +258,14 @@ pub fn e2e(view: &E2eView) -> Result<String> {
         let mut case = TestCase::new(format!("e2e/{}", c.id), status);
         case.set_classname(format!("normfuzz.e2e.{}", c.api))
             .set_time(Duration::from_millis(c.elapsed_ms));
-        let known: Vec<String> = c
+        let passing: Vec<String> = c
             .findings
             .iter()
-            .filter(|f| f.known)
-            .map(|f| format!("known {}: {}", f.label(), f.reason))
+            .filter(|f| !f.fails)
+            .map(|f| format!("{} {}: {}", f.standing(), f.label(), f.reason))
             .collect();
-        if !known.is_empty() {
-            case.set_system_out(known.join("\n"));
+        if !passing.is_empty() {
+            case.set_system_out(passing.join("\n"));
         }
         suite.add_test_case(case);
     }

@@ -319,11 +319,11 @@ pub fn e2e(view: &E2eView) -> String {
                 .findings
                 .iter()
                 .map(|f| {
-                    format!(
-                        "{}{}",
-                        f.label(),
-                        if f.known { " known" } else { " **new**" }
-                    )
+                    if f.fails {
+                        format!("{} **new**", f.label())
+                    } else {
+                        format!("{} {}", f.label(), f.standing())
+                    }
                 })
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -345,7 +345,11 @@ pub fn e2e(view: &E2eView) -> String {
             "- **{}** {}{}: {}. Repro: {}",
             f.label(),
             code(&c.id),
-            if f.known { " (known)" } else { "" },
+            if f.fails {
+                String::new()
+            } else {
+                format!(" ({})", f.standing())
+            },
             f.reason,
             code(&f.repro)
         );

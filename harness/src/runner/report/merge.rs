@@ -69,10 +69,7 @@ pub fn read(dir: &Path) -> Result<Part> {
         findings,
         faults: serde_json::from_value(index.get("faults").cloned().unwrap_or_default())
             .unwrap_or_default(),
-        fail_on: match index.get("failOn") {
-            Some(classes) => serde_json::from_value(classes.clone())?,
-            None => crate::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
-        },
+        fail_on: crate::runner::impact::FailOn::of_index(&index)?,
         baseline: match index.get("baseline") {
             Some(judged) if !judged.is_null() => Some(serde_json::from_value(judged.clone())?),
             _ => None,

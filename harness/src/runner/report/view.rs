@@ -70,6 +70,8 @@ pub struct E2eFindingView {
     pub reason: String,
     /// Listed in the runtime's baseline.
     pub known: bool,
+    /// New, of a class `--fail-on` names: it fails the run.
+    pub fails: bool,
     pub evidence: serde_json::Value,
     pub repro: String,
     /// `findings/<case>--<rule>--<layer>.json`, relative to the report folder.
@@ -81,6 +83,15 @@ impl E2eFindingView {
     pub fn label(&self) -> String {
         format!("{} ({})", self.rule, self.layer)
     }
+
+    /// `known`, `new`, or `new, passes` (a class outside `--fail-on`), as reports mark it.
+    pub fn standing(&self) -> &'static str {
+        match (self.known, self.fails) {
+            (true, _) => "known",
+            (false, true) => "new",
+            (false, false) => "new, passes",
+        }
+    }
 }
 
 impl E2eView {
@@ -91,7 +102,7 @@ impl E2eView {
 
 impl E2eCaseView {
     pub(super) fn failed(&self) -> bool {
-        self.error.is_some() || self.findings.iter().any(|f| !f.known)
+        self.error.is_some() || self.findings.iter().any(|f| f.fails)
     }
 }
 

@@ -17,6 +17,7 @@ use crate::runner::e2e::adapter::Adapter;
 use crate::runner::e2e::baseline::Baseline;
 use crate::runner::e2e::cases::{self, Scenario};
 use crate::runner::e2e::one_turn::Via;
+use crate::runner::impact::FailOn;
 
 /// Whether `index` (an `index.json`) is an e2e run's: it lists its cases and names a runtime.
 pub fn is_e2e_index(index: &Value) -> bool {
@@ -24,7 +25,8 @@ pub fn is_e2e_index(index: &Value) -> bool {
 }
 
 /// Joins the e2e reports in `parts` into `out` (which must not hold a report yet); returns the
-/// whole run's exit code (1 on a new finding, an error or a stale baseline entry).
+/// whole run's exit code (1 on a new finding of a class its `--fail-on` names, an error or a
+/// stale baseline entry).
 pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
     let mut shared: Option<Value> = None;
     let mut outcomes: Vec<CaseOutcome> = Vec::new();
@@ -46,7 +48,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
             "adapter": index["adapter"], "runtime": index["runtime"],
             "runtimeVersion": index["runtimeVersion"], "isolation": index["isolation"],
             "via": index["via"], "seed": index["seed"], "baseline": index["baseline"],
-            "scenario": index["scenario"],
+            "scenario": index["scenario"], "failOn": index["failOn"],
         });
         match &shared {
             Some(first) if *first != run => bail!(
@@ -97,6 +99,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
         Some(path) => Baseline::load(path)?,
         None => Baseline::default(),
     };
+    let fail_on = FailOn::of_index(&run)?;
     // The unsharded run's plan: the shards of `--cases N` together ran its N cases.
     let plan = cases::plan_for(scenario, outcomes.len(), seed);
     let position = |id: &str| plan.iter().position(|c| c.id == id);
@@ -119,6 +122,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
             scenario,
             baseline: &baseline,
             baseline_path: baseline_path.as_deref(),
+            fail_on: &fail_on,
             plan: &plan,
             report: out,
             // The whole run took as long as its longest shard.

@@ -48,6 +48,8 @@ pub(super) struct Run<'a> {
     pub(super) scenario: Scenario,
     pub(super) baseline: &'a Baseline,
     pub(super) baseline_path: Option<&'a Path>,
+    /// The classes whose new findings fail the run (`--fail-on`).
+    pub(super) fail_on: &'a [Class],
     pub(super) plan: &'a [E2eCase],
     pub(super) report: &'a Path,
     pub(super) start: Instant,
@@ -55,7 +57,8 @@ pub(super) struct Run<'a> {
 }
 
 /// Compares the outcomes (in plan order) with the baseline, writes the report and prints the
-/// summary; fails the run on a new finding, an error or a stale baseline entry.
+/// summary; fails the run on a new finding of a class in `fail_on`, an error or a stale
+/// baseline entry.
 pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode> {
     let Run {
         adapter,
@@ -66,6 +69,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         scenario,
         baseline,
         baseline_path,
+        fail_on,
         plan,
         report,
         start,
@@ -111,6 +115,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         .collect();
     let stale = baseline.stale(&ran, &via.layers(), &found);
     let new = judged.iter().filter(|j| !j.known).count();
+    let fails = |j: &Judged| !j.known && fail_on.contains(&j.class);
     let errors = outcomes.iter().filter(|o| o.error.is_some()).count();
     let repro = |case: &str| {
         format!(
@@ -171,6 +176,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
         "elapsedMs": start.elapsed().as_millis() as u64,
         "medianTurnMs": median_turn_ms(outcomes),
         "baseline": baseline_path,
+        "failOn": fail_on,
         "cases": outcomes,
         "findings": judged,
         "new": new,
@@ -204,17 +210,18 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
                 about: o.about.clone(),
                 elapsed_ms: o.elapsed_ms,
                 error: o.error.clone(),
-                findings: o
-                    .findings
+                findings: judged
                     .iter()
-                    .map(|f| E2eFindingView {
-                        rule: f.rule.to_string(),
-                        layer: f.layer.to_string(),
-                        reason: f.reason.clone(),
-                        known: baseline.is_known(&o.id, f.rule.as_str(), f.layer),
-                        evidence: f.evidence.clone(),
+                    .filter(|j| j.case == o.id)
+                    .map(|j| E2eFindingView {
+                        rule: j.finding.rule.to_string(),
+                        layer: j.finding.layer.to_string(),
+                        reason: j.finding.reason.clone(),
+                        known: j.known,
+                        fails: fails(j),
+                        evidence: j.finding.evidence.clone(),
                         repro: repro(&o.id),
-                        file: finding_file(&o.id, f),
+                        file: finding_file(&o.id, &j.finding),
                     })
                     .collect(),
             })
@@ -239,12 +246,7 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
 
     let failing_cases = outcomes
         .iter()
-        .filter(|o| {
-            o.error.is_some()
-                || o.findings
-                    .iter()
-                    .any(|f| !baseline.is_known(&o.id, f.rule.as_str(), f.layer))
-        })
+        .filter(|o| o.error.is_some() || judged.iter().any(|j| j.case == o.id && fails(j)))
         .count();
     let failed = failing_cases + stale.len();
     println!(
@@ -265,10 +267,16 @@ pub(super) fn finish(run: &Run<'_>, outcomes: &[CaseOutcome]) -> Result<ExitCode
     }
     for j in judged.iter().filter(|j| !j.known) {
         println!(
-            "NEW {} {} ({}): {}  repro: {}",
+            "NEW {} {} ({}, {}{}): {}  repro: {}",
             j.case,
             j.finding.rule,
             j.finding.layer,
+            j.class,
+            if fails(j) {
+                ""
+            } else {
+                ", passes: not in --fail-on"
+            },
             j.finding.reason,
             repro(&j.case)
         );

@@ -47,10 +47,10 @@ pub fn e2e(view: &E2eView) -> String {
                 (_, Some(_), _) => r#"<td class="cell na">–</td>"#.to_string(),
                 (_, None, Some(f)) => format!(
                     r##"<td class="cell {}" title="{}"><a href="#{}">{}</a></td>"##,
-                    if f.known { "divergence" } else { "fail" },
+                    if f.fails { "fail" } else { "divergence" },
                     escape(&f.reason),
                     escape(&anchor(&c.id, &f.label())),
-                    if f.known { "known" } else { "✗ new" }
+                    if f.fails { "✗ new" } else { f.standing() }
                 ),
                 (_, None, None) => r#"<td class="cell pass">✓</td>"#.to_string(),
             };
@@ -79,12 +79,12 @@ pub fn e2e(view: &E2eView) -> String {
     body.push_str("<h2>Findings</h2>");
     for c in &view.cases {
         for f in &c.findings {
-            let class = if f.known { "divergence" } else { "fail" };
+            let class = if f.fails { "fail" } else { "divergence" };
             let _ = write!(
                 body,
                 r#"<article id="{}" class="{class}"><h3><span class="badge {class}">{}</span> {} {}</h3><p class="meta">{}</p><h4>Evidence</h4>{}<p class="meta"><b>repro</b> {}</p><p class="meta"><b>file</b> <a href="{}">{}</a> (with the captured request and the delivered output)</p></article>"#,
                 escape(&anchor(&c.id, &f.label())),
-                if f.known { "known" } else { "new" },
+                f.standing(),
                 text(&f.label()),
                 code(&c.id),
                 text(&f.reason),
