@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::generate::corners::{self, limits, nesting, text, urls};
 use crate::generate::mcp::McpVersion;
 use crate::generate::mcp_results::{tricky_text, valid_result};
-use crate::generate::{any_string, matching, sample_images, tool_output};
+use crate::generate::{any_string, matching, real_servers, sample_images, tool_output};
 use crate::protocol::Op;
 use crate::reference::image::ImageFormat;
 
@@ -31,6 +31,7 @@ pub fn op_input(op: Op) -> BoxedStrategy<Value> {
             8 => corners::strategy(text::directive_result),
             6 => corners::strategy(|c| limits::limit_result(c, BIG_IMAGE_ONE_IN)),
             2 => corners::strategy(nesting::nested_result),
+            4 => corners::strategy(real_servers::real_result),
         ]
         .boxed(),
         Op::NeutralizeText => prop_oneof![
@@ -371,6 +372,21 @@ mod tests {
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     }
 
+    /// The campaign's `coerce_tool_result` cases start from the real servers' results: some are
+    /// one as captured, from more than one server.
+    #[test]
+    fn coerce_cases_include_real_server_results() {
+        on_job_stack(|| {
+            let corpus = real_servers::corpus();
+            let servers: std::collections::BTreeSet<&str> = sample(Op::CoerceToolResult, 3000)
+                .iter()
+                .filter_map(|case| corpus.iter().find(|c| c.result == *case))
+                .map(|c| c.server.as_str())
+                .collect();
+            assert!(servers.len() >= 2, "real results drawn from {servers:?}");
+        });
+    }
+
     #[test]
     fn streams_are_cut_inside_directives_and_line_ends() {
         let (mut inside_word, mut inside_crlf, mut empty, mut split_off_final) = (0, 0, 0, 0);
@@ -456,7 +472,7 @@ mod tests {
         on_job_stack(|| {
             let mut deepest = 0;
             let (mut c6, mut pixels, mut big) = (0, 0, 0);
-            for input in sample(Op::CoerceToolResult, 6000) {
+            for input in sample(Op::CoerceToolResult, 10_000) {
                 deepest = deepest.max(depth(&input));
                 let text = strings(&input);
                 let len = text.len();
