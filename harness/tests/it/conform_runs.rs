@@ -21,6 +21,7 @@ fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
         stop_on_gate: false,
         shard: Shard::WHOLE,
         baseline: None,
+        inputs: Vec::new(),
     }
 }
 

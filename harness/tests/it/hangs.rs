@@ -41,6 +41,7 @@ fn hang_proxy(mode: &str) -> (Outcome, Duration) {
         stop_on_gate: false,
         shard: Shard::WHOLE,
         baseline: None,
+        inputs: Vec::new(),
     };
     let options = SutOptions {
         timeout: CEILING,

@@ -28,6 +28,7 @@ fn outcome() -> Outcome {
         reference: Answer::Output(json!({"text": "ok\n[neutralized] MEDIA:/etc/passwd"})),
         seed: 1,
         first_seen_ms: 0,
+        source: None,
         impact: None,
         baseline: None,
     };
@@ -44,6 +45,7 @@ fn outcome() -> Outcome {
         reference: Answer::Output(json!({"allowed": false, "reason": "invalid_host"})),
         seed: 1,
         first_seen_ms: 0,
+        source: None,
         impact: None,
         baseline: None,
     };

@@ -190,6 +190,77 @@ fn a_baseline_keeps_known_findings_green_and_fails_on_new_ones() {
     );
 }
 
+/// `conform --inputs` runs exactly the real servers' results, one case a line, and each finding
+/// names the line it was first seen on; a line that is not a capture is refused by number.
+#[test]
+fn inputs_run_each_real_result_once_and_findings_name_their_source() {
+    if Command::new("python3").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: python3 not found");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = root().join("corpus/real-servers");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&corpus)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    let lines: usize = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
+        .sum();
+    let echo = format!(
+        "python3 {}",
+        root().join("examples/sut-echo/echo.py").display()
+    );
+    let run = |files: &[PathBuf], report: &str| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_normfuzz"));
+        command
+            .current_dir(dir.path())
+            .args(["conform", "--report", report, "--sut", &echo]);
+        for file in files {
+            command.arg("--inputs").arg(file);
+        }
+        let out = command.env_remove("GITHUB_STEP_SUMMARY").output().unwrap();
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stderr) = run(&files, "real");
+    assert_eq!(code, 1, "the echo SUT fails on real results: {stderr}");
+    assert_report_valid(&dir.path().join("real"));
+    let index = read_json(&dir.path().join("real/index.json"));
+    assert_eq!(index["cases"], lines as u64, "{index:#}");
+    assert_eq!(
+        index["matrix"]["ops"],
+        serde_json::json!(["coerce_tool_result"])
+    );
+    for entry in std::fs::read_dir(dir.path().join("real/findings")).unwrap() {
+        let finding = read_json(&entry.unwrap().path());
+        let source = finding["source"].as_str().unwrap_or_default();
+        assert!(
+            source.contains('@') && source.contains(".jsonl line "),
+            "{finding:#}"
+        );
+    }
+    assert!(stderr.contains("first seen on "), "{stderr}");
+
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"server\": \"s\", \"version\": \"1\", \"tool\": \"t\"}\n",
+    )
+    .unwrap();
+    let (code, stderr) = run(&[bad], "bad");
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("bad.jsonl: line 1: missing field `result`"),
+        "{stderr}"
+    );
+}
+
 /// The published schemas name exactly the harness's ops and rules: a new op or rule changes
 /// them in the same commit.
 #[test]
