@@ -622,7 +622,13 @@ impl<'a> Draws<'a> {
     }
 
     fn tree(&self, n: u64, runner: &mut TestRunner) -> Result<Box<dyn ValueTree<Value = Value>>> {
-        if let Some(input) = self.inputs.get(n as usize) {
+        if !self.inputs.is_empty() {
+            let input = self.inputs.get(n as usize).with_context(|| {
+                format!(
+                    "case {n} is past the campaign's {} inputs",
+                    self.inputs.len()
+                )
+            })?;
             // A value tree that does not shrink: the real case is the finding's input.
             return Just(input.input.clone())
                 .new_tree(runner)
