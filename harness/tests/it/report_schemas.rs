@@ -78,116 +78,118 @@ fn conform(dir: &Path, report: &str, extra: &[&str]) -> (i32, String) {
 
 #[test]
 fn a_baseline_keeps_known_findings_green_and_fails_on_new_ones() {
-    if Command::new("python3").arg("--version").output().is_err() {
-        eprintln!("SKIPPED: python3 not found");
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let (code, stderr) = conform(dir.path(), "first", &["--write-baseline", "known.toml"]);
-    assert_eq!(code, 1, "the echo SUT fails without a baseline: {stderr}");
-    assert_report_valid(&dir.path().join("first"));
-    let first = read_json(&dir.path().join("first/index.json"));
-    assert!(first["baseline"].is_null());
-    let drafted = std::fs::read_to_string(dir.path().join("known.toml")).unwrap();
-    assert!(
-        drafted.contains("TODO: read in the SUT's code"),
-        "{drafted}"
-    );
+    crate::on_job_stack(|| {
+        if Command::new("python3").arg("--version").output().is_err() {
+            eprintln!("SKIPPED: python3 not found");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let (code, stderr) = conform(dir.path(), "first", &["--write-baseline", "known.toml"]);
+        assert_eq!(code, 1, "the echo SUT fails without a baseline: {stderr}");
+        assert_report_valid(&dir.path().join("first"));
+        let first = read_json(&dir.path().join("first/index.json"));
+        assert!(first["baseline"].is_null());
+        let drafted = std::fs::read_to_string(dir.path().join("known.toml")).unwrap();
+        assert!(
+            drafted.contains("TODO: read in the SUT's code"),
+            "{drafted}"
+        );
 
-    // Known findings keep the run green, and are not shrunk again.
-    let (code, stderr) = conform(dir.path(), "second", &["--baseline", "known.toml"]);
-    assert_eq!(code, 0, "{stderr}");
-    assert_report_valid(&dir.path().join("second"));
-    let second = read_json(&dir.path().join("second/index.json"));
-    assert_eq!(second["verdict"], "pass");
-    assert_eq!(second["baseline"]["new"], 0);
-    assert!(
-        second["baseline"]["known"].as_u64().unwrap() > 3,
-        "{second:#}"
-    );
-    let gate: Vec<&Value> = second["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["gate"] == true)
-        .collect();
-    assert!(gate.iter().all(|f| f["baseline"] == "known"), "{gate:#?}");
-    let summary = std::fs::read_to_string(dir.path().join("second/summary.md")).unwrap();
-    assert!(summary.contains("**0 new, "), "{summary}");
-    let sarif = read_json(&dir.path().join("second/results.sarif"));
-    let results = sarif["runs"][0]["results"].as_array().unwrap();
-    assert!(
-        results
+        // Known findings keep the run green, and are not shrunk again.
+        let (code, stderr) = conform(dir.path(), "second", &["--baseline", "known.toml"]);
+        assert_eq!(code, 0, "{stderr}");
+        assert_report_valid(&dir.path().join("second"));
+        let second = read_json(&dir.path().join("second/index.json"));
+        assert_eq!(second["verdict"], "pass");
+        assert_eq!(second["baseline"]["new"], 0);
+        assert!(
+            second["baseline"]["known"].as_u64().unwrap() > 3,
+            "{second:#}"
+        );
+        let gate: Vec<&Value> = second["findings"]
+            .as_array()
+            .unwrap()
             .iter()
-            .filter(|r| r["level"] != "note")
-            .all(|r| r["baselineState"] == "unchanged" && r["level"] == "warning"),
-        "{results:#?}"
-    );
-    // The first run shrank every finding; the second only its divergences (not in the
-    // baseline), on the same cases.
-    let shrink_ms = |index: &Value| index["shrinkMs"].as_u64().unwrap();
-    assert!(
-        shrink_ms(&second) < shrink_ms(&first),
-        "{} ms vs {} ms",
-        shrink_ms(&second),
-        shrink_ms(&first)
-    );
+            .filter(|f| f["gate"] == true)
+            .collect();
+        assert!(gate.iter().all(|f| f["baseline"] == "known"), "{gate:#?}");
+        let summary = std::fs::read_to_string(dir.path().join("second/summary.md")).unwrap();
+        assert!(summary.contains("**0 new, "), "{summary}");
+        let sarif = read_json(&dir.path().join("second/results.sarif"));
+        let results = sarif["runs"][0]["results"].as_array().unwrap();
+        assert!(
+            results
+                .iter()
+                .filter(|r| r["level"] != "note")
+                .all(|r| r["baselineState"] == "unchanged" && r["level"] == "warning"),
+            "{results:#?}"
+        );
+        // The first run shrank every finding; the second only its divergences (not in the
+        // baseline), on the same cases.
+        let shrink_ms = |index: &Value| index["shrinkMs"].as_u64().unwrap();
+        assert!(
+            shrink_ms(&second) < shrink_ms(&first),
+            "{} ms vs {} ms",
+            shrink_ms(&second),
+            shrink_ms(&first)
+        );
 
-    // An entry left out is new and fails the run; one of a rule the run does not break is
-    // listed as not reached (reported, not failed).
-    let mut table: toml::Table = toml::from_str(&drafted).unwrap();
-    let known = table["known"].as_array_mut().unwrap();
-    let dropped = known.remove(0);
-    let (dropped_op, dropped_rule) = (
-        dropped["op"].as_str().unwrap(),
-        dropped["rule"].as_str().unwrap(),
-    );
-    known.push(toml::Value::Table(
-        toml::from_str(
-            "op = \"check_media_url\"\nrule = \"U8\"\nclass = \"spec\"\ncause = \"never\"\n\
-             reason = \"a rule the echo SUT keeps\"\n",
+        // An entry left out is new and fails the run; one of a rule the run does not break is
+        // listed as not reached (reported, not failed).
+        let mut table: toml::Table = toml::from_str(&drafted).unwrap();
+        let known = table["known"].as_array_mut().unwrap();
+        let dropped = known.remove(0);
+        let (dropped_op, dropped_rule) = (
+            dropped["op"].as_str().unwrap(),
+            dropped["rule"].as_str().unwrap(),
+        );
+        known.push(toml::Value::Table(
+            toml::from_str(
+                "op = \"check_media_url\"\nrule = \"U8\"\nclass = \"spec\"\ncause = \"never\"\n\
+                 reason = \"a rule the echo SUT keeps\"\n",
+            )
+            .unwrap(),
+        ));
+        std::fs::write(
+            dir.path().join("edited.toml"),
+            toml::to_string(&table).unwrap(),
         )
-        .unwrap(),
-    ));
-    std::fs::write(
-        dir.path().join("edited.toml"),
-        toml::to_string(&table).unwrap(),
-    )
-    .unwrap();
-    let (code, stderr) = conform(dir.path(), "third", &["--baseline", "edited.toml"]);
-    assert_eq!(code, 1, "{stderr}");
-    assert_report_valid(&dir.path().join("third"));
-    let third = read_json(&dir.path().join("third/index.json"));
-    assert_eq!(third["verdict"], "fail");
-    assert!(third["baseline"]["new"].as_u64().unwrap() >= 1);
-    let new: Vec<&Value> = third["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|f| f["baseline"] == "new")
-        .collect();
-    assert!(
-        new.iter()
-            .all(|f| f["op"] == dropped_op && f["rule"] == dropped_rule),
-        "{new:#?} vs {dropped:?}"
-    );
-    assert_eq!(third["baseline"]["notReached"][0]["rule"], "U8");
-    assert!(
-        stderr.contains("not reached: U8 on check_media_url"),
-        "{stderr}"
-    );
+        .unwrap();
+        let (code, stderr) = conform(dir.path(), "third", &["--baseline", "edited.toml"]);
+        assert_eq!(code, 1, "{stderr}");
+        assert_report_valid(&dir.path().join("third"));
+        let third = read_json(&dir.path().join("third/index.json"));
+        assert_eq!(third["verdict"], "fail");
+        assert!(third["baseline"]["new"].as_u64().unwrap() >= 1);
+        let new: Vec<&Value> = third["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["baseline"] == "new")
+            .collect();
+        assert!(
+            new.iter()
+                .all(|f| f["op"] == dropped_op && f["rule"] == dropped_rule),
+            "{new:#?} vs {dropped:?}"
+        );
+        assert_eq!(third["baseline"]["notReached"][0]["rule"], "U8");
+        assert!(
+            stderr.contains("not reached: U8 on check_media_url"),
+            "{stderr}"
+        );
 
-    // A baseline is never overwritten unless it is the one the run reads.
-    let (code, stderr) = conform(dir.path(), "fourth", &["--write-baseline", "known.toml"]);
-    assert_eq!(code, 2, "{stderr}");
-    assert!(
-        stderr.contains("--write-baseline replaces a baseline only"),
-        "{stderr}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("known.toml")).unwrap(),
-        drafted
-    );
+        // A baseline is never overwritten unless it is the one the run reads.
+        let (code, stderr) = conform(dir.path(), "fourth", &["--write-baseline", "known.toml"]);
+        assert_eq!(code, 2, "{stderr}");
+        assert!(
+            stderr.contains("--write-baseline replaces a baseline only"),
+            "{stderr}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("known.toml")).unwrap(),
+            drafted
+        );
+    });
 }
 
 /// `conform --inputs` runs exactly the real servers' results, one case a line, and each finding
