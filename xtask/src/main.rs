@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 mod bench;
+mod capture;
 mod ci;
 mod e2e;
 mod fuzz;
@@ -105,6 +106,11 @@ enum Task {
         #[arg(long, value_name = "PATH")]
         normfuzz: Option<PathBuf>,
     },
+    /// Re-capture corpus/real-servers/: install the pinned MCP servers of
+    /// `xtask/capture/servers.toml` and the official MCP client (into target/capture-servers/),
+    /// call every tool of each through the client and store the raw results, one JSON line a
+    /// call, in `corpus/real-servers/<server>@<version>.jsonl`. Needs npm and PyPI.
+    CaptureServers,
     /// Build the libFuzzer targets (`fuzz/`) with `.clusterfuzzlite/build.sh` and run them.
     ///
     /// Each target runs for `--time` seconds on a scratch corpus (`target/fuzz/corpus/<target>`,
@@ -191,6 +197,7 @@ impl Task {
         let root = workspace_root();
         match self {
             Task::Ci => ci::ci(&root),
+            Task::CaptureServers => capture::capture_servers(&root),
             Task::Bench { anchor } => bench::bench(&root, anchor.as_deref()),
             Task::Conform { args } => {
                 let normfuzz = build_normfuzz(&root)?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
-use normfuzz::runner::campaign::{Campaign, Progress, Shard};
+use normfuzz::runner::campaign::{Campaign, Input, Progress, Shard};
 use normfuzz::runner::impact::{Class, FailOn, Profile};
 use normfuzz::runner::upstream::RuntimeId;
 
@@ -37,6 +37,12 @@ pub struct ConformArgs {
     /// Run for this many seconds instead of a fixed number of cases.
     #[arg(long)]
     time: Option<f64>,
+    /// Run exactly these `coerce_tool_result` cases instead of generated ones: JSON Lines as
+    /// corpus/real-servers/ holds them (`server`, `version`, `tool`, `result`), each line's
+    /// `result` one case, judged like any case; a finding names the line it was first seen on
+    /// (`source`). Repeat for several files.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["cases", "time", "ops"])]
+    inputs: Vec<PathBuf>,
     /// Seed: the same seed and job count give the same cases [default: 1].
     #[arg(long)]
     seed: Option<u64>,
@@ -138,10 +144,10 @@ impl ConformArgs {
         if self.sut.is_none() {
             anyhow::bail!("{}: no `sut` in [conform], and no --sut", path.display());
         }
-        if self.ops.is_empty() {
+        if self.ops.is_empty() && self.inputs.is_empty() {
             self.ops = config.ops;
         }
-        if self.cases.is_none() && self.time.is_none() {
+        if self.cases.is_none() && self.time.is_none() && self.inputs.is_empty() {
             (self.cases, self.time) = (config.cases, config.time);
         }
         self.seed = self.seed.or(config.seed);
@@ -166,6 +172,10 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             Op::parse(name)
                 .with_context(|| format!("unknown op `{name}`; known: {}", op_names()))?,
         );
+    }
+    let inputs = load_inputs(&args.inputs)?;
+    if !inputs.is_empty() {
+        ops = vec![Op::CoerceToolResult];
     }
     if ops.is_empty() {
         ops = Op::ALL.to_vec();
@@ -192,7 +202,9 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     }
     let campaign = Campaign {
         ops,
-        cases: if time.is_some() {
+        cases: if !inputs.is_empty() {
+            Some(inputs.len() as u64)
+        } else if time.is_some() {
             args.cases
         } else {
             Some(args.cases.unwrap_or(10_000))
@@ -204,6 +216,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         stop_on_gate: args.stop_on_gate,
         shard: args.shard.unwrap_or(Shard::WHOLE),
         baseline,
+        inputs,
     };
     let profile = match &args.profile {
         Some(path) => Profile::load(path)?,
@@ -365,8 +378,12 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             .impact
             .as_ref()
             .map_or(String::new(), |i| format!(" ({}: {})", i.class, i.why));
+        let source = finding
+            .source
+            .as_ref()
+            .map_or(String::new(), |s| format!("\n    first seen on {s}"));
         eprintln!(
-            "  {} [{}] {}{class}\n    cause {}: {}\n    {}",
+            "  {} [{}] {}{class}{source}\n    cause {}: {}\n    {}",
             finding.id,
             finding.rule,
             finding.kind,
@@ -387,6 +404,25 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     }
     println!("{} passed, {failed} failed", cases - failed);
     Ok(ExitCode::from(u8::from(!passes)))
+}
+
+/// The cases of `--inputs` files, in order, each named `server@version tool (FILE line N)`.
+fn load_inputs(files: &[PathBuf]) -> Result<Vec<Input>> {
+    let mut inputs = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let captures = normfuzz::generate::real_servers::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", file.display()))?;
+        if captures.is_empty() {
+            anyhow::bail!("{}: no input in it", file.display());
+        }
+        inputs.extend(captures.into_iter().map(|(line, capture)| Input {
+            source: format!("{} ({} line {line})", capture.source(), file.display()),
+            input: capture.result,
+        }));
+    }
+    Ok(inputs)
 }
 
 fn op_names() -> String {

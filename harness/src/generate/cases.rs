@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::generate::corners::{self, limits, nesting, text, urls};
 use crate::generate::mcp::McpVersion;
 use crate::generate::mcp_results::{tricky_text, valid_result};
-use crate::generate::{any_string, matching, sample_images, tool_output};
+use crate::generate::{any_string, matching, real_servers, sample_images, tool_output};
 use crate::protocol::Op;
 use crate::reference::image::ImageFormat;
 
@@ -23,14 +23,10 @@ const BIG_IMAGE_ONE_IN: usize = 30;
 /// Inputs for `op`.
 pub fn op_input(op: Op) -> BoxedStrategy<Value> {
     match op {
+        // The real servers' results, as captured or with a field swapped, beside the rest.
         Op::CoerceToolResult => prop_oneof![
-            30 => select(McpVersion::ALL.to_vec()).prop_flat_map(valid_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
-            10 => select(McpVersion::ALL.to_vec()).prop_flat_map(tool_output::realistic_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
-            36 => near_valid_result(),
-            18 => hostile_json(),
-            8 => corners::strategy(text::directive_result),
-            6 => corners::strategy(|c| limits::limit_result(c, BIG_IMAGE_ONE_IN)),
-            2 => corners::strategy(nesting::nested_result),
+            110 => generated_result(),
+            4 => corners::strategy(real_servers::real_result),
         ]
         .boxed(),
         Op::NeutralizeText => prop_oneof![
@@ -85,6 +81,22 @@ pub fn op_input(op: Op) -> BoxedStrategy<Value> {
         ]
         .boxed(),
     }
+}
+
+/// `coerce_tool_result` inputs made here: valid, realistic, near-valid, hostile and the corners.
+/// The e2e plan draws its results from this alone, so its generated cases, which e2e baselines
+/// name, stayed what they were when the real servers' results joined `op_input`.
+pub fn generated_result() -> BoxedStrategy<Value> {
+    prop_oneof![
+        30 => select(McpVersion::ALL.to_vec()).prop_flat_map(valid_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
+        10 => select(McpVersion::ALL.to_vec()).prop_flat_map(tool_output::realistic_result).prop_map(|r| serde_json::to_value(r).unwrap_or_default()),
+        36 => near_valid_result(),
+        18 => hostile_json(),
+        8 => corners::strategy(text::directive_result),
+        6 => corners::strategy(|c| limits::limit_result(c, BIG_IMAGE_ONE_IN)),
+        2 => corners::strategy(nesting::nested_result),
+    ]
+    .boxed()
 }
 
 fn image_block() -> impl Strategy<Value = Value> {
@@ -369,6 +381,21 @@ mod tests {
             .expect("a thread")
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    }
+
+    /// The campaign's `coerce_tool_result` cases start from the real servers' results: some are
+    /// one as captured, from more than one server.
+    #[test]
+    fn coerce_cases_include_real_server_results() {
+        on_job_stack(|| {
+            let corpus = real_servers::corpus();
+            let servers: std::collections::BTreeSet<&str> = sample(Op::CoerceToolResult, 3000)
+                .iter()
+                .filter_map(|case| corpus.iter().find(|c| c.result == *case))
+                .map(|c| c.server.as_str())
+                .collect();
+            assert!(servers.len() >= 2, "real results drawn from {servers:?}");
+        });
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use proptest::strategy::{Strategy, ValueTree};
+use proptest::strategy::{Just, Strategy, ValueTree};
 use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -68,6 +68,17 @@ pub struct Campaign {
     pub shard: Shard,
     /// Known findings: theirs are counted and listed as found, not shrunk again.
     pub baseline: Option<Baseline>,
+    /// When not empty, the campaign runs exactly these cases of its one op, in order (`cases`
+    /// is their count), instead of drawing any: real servers' results (`conform --inputs`).
+    pub inputs: Vec<Input>,
+}
+
+/// One case of a fixed list: its input and where it came from (a finding it shows first names
+/// it). Not shrunk: it is the case as the server sent it.
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub input: Value,
+    pub source: String,
 }
 
 /// Shard `index` of `count` (0-based): with `jobs` jobs here, this process runs jobs
@@ -124,6 +135,9 @@ pub struct Finding {
     pub seed: u64,
     /// Milliseconds from the campaign's start to the first case that hit it.
     pub first_seen_ms: u64,
+    /// Where the input came from, when the campaign ran a list of inputs (`Campaign::inputs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// What it means to the runtime, derived from its evidence and the SUT's profile
     /// (`Outcome::classify`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -589,25 +603,31 @@ struct ShrinkRequest {
     wait: Wait,
 }
 
-/// The ops a job runs, their strategies, and the proptest configuration its draws use.
-struct Draws {
+/// The ops a job runs and where their cases come from: proptest strategies with the
+/// configuration their draws use, or the campaign's fixed inputs.
+struct Draws<'a> {
     ops: Vec<Op>,
     strategies: HashMap<Op, proptest::strategy::BoxedStrategy<Value>>,
     config: Config,
+    inputs: &'a [Input],
 }
 
-impl Draws {
-    fn new(campaign: &Campaign, offered: &[Op]) -> Self {
+impl<'a> Draws<'a> {
+    fn new(campaign: &'a Campaign, offered: &[Op]) -> Self {
+        let inputs = campaign.inputs.as_slice();
         let ops: Vec<Op> = campaign
             .ops
             .iter()
             .copied()
             .filter(|op| offered.contains(op))
             .collect();
-        let strategies = ops
-            .iter()
-            .map(|&op| (op, crate::generate::cases::op_input(op)))
-            .collect();
+        let strategies = if inputs.is_empty() {
+            ops.iter()
+                .map(|&op| (op, crate::generate::cases::op_input(op)))
+                .collect()
+        } else {
+            HashMap::new()
+        };
         let config = Config {
             max_shrink_iters: super::shrink::SHRINK_BUDGET as u32,
             ..Config::default()
@@ -616,6 +636,7 @@ impl Draws {
             ops,
             strategies,
             config,
+            inputs,
         }
     }
 
@@ -624,9 +645,27 @@ impl Draws {
     }
 
     fn tree(&self, n: u64, runner: &mut TestRunner) -> Result<Box<dyn ValueTree<Value = Value>>> {
+        if !self.inputs.is_empty() {
+            let input = self.inputs.get(n as usize).with_context(|| {
+                format!(
+                    "case {n} is past the campaign's {} inputs",
+                    self.inputs.len()
+                )
+            })?;
+            // A value tree that does not shrink: the real case is the finding's input.
+            return Just(input.input.clone())
+                .new_tree(runner)
+                .map(|tree| Box::new(tree) as Box<dyn ValueTree<Value = Value>>)
+                .map_err(|e| anyhow::anyhow!("{e}"));
+        }
         self.strategies[&self.op(n)]
             .new_tree(runner)
             .map_err(|e| anyhow::anyhow!("generator failed: {e}"))
+    }
+
+    /// Where case `n` came from, for a fixed input.
+    fn source(&self, n: u64) -> Option<String> {
+        self.inputs.get(n as usize).map(|i| i.source.clone())
     }
 }
 
@@ -745,6 +784,7 @@ fn job_loop<S: Sut>(
                 shared.started.elapsed().as_millis() as u64,
             );
             finding.id = finding_id(op, violation.rule, &finding.signature, known_cause);
+            finding.source = draws.source(first + case.index as u64);
             slot.insert(finding);
             drop(findings);
             shared.progress.findings.fetch_add(1, Ordering::Relaxed);

@@ -271,6 +271,7 @@ pub(super) fn finding(
         reference,
         seed,
         first_seen_ms,
+        source: None,
         impact: None,
         baseline: None,
     }

@@ -21,6 +21,7 @@ fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
         stop_on_gate: false,
         shard: Shard::WHOLE,
         baseline: None,
+        inputs: Vec::new(),
     }
 }
 
@@ -45,119 +46,129 @@ fn python() -> Option<&'static str> {
 
 #[test]
 fn serve_reference_over_the_subprocess_path_is_clean() {
-    let command = format!("{} serve-reference", env!("CARGO_BIN_EXE_normfuzz"));
-    let outcome = run_process(
-        &command,
-        &campaign(&Op::ALL, 3_000, 7),
-        Duration::from_secs(5),
-    );
-    assert_eq!(outcome.cases(), 3_000);
-    let gate: Vec<_> = outcome
-        .findings
-        .iter()
-        .filter(|f| f.gate)
-        .map(|f| (&f.id, &f.input))
-        .collect();
-    assert!(gate.is_empty(), "{gate:?}");
+    crate::on_job_stack(|| {
+        let command = format!("{} serve-reference", env!("CARGO_BIN_EXE_normfuzz"));
+        let outcome = run_process(
+            &command,
+            &campaign(&Op::ALL, 3_000, 7),
+            Duration::from_secs(5),
+        );
+        assert_eq!(outcome.cases(), 3_000);
+        let gate: Vec<_> = outcome
+            .findings
+            .iter()
+            .filter(|f| f.gate)
+            .map(|f| (&f.id, &f.input))
+            .collect();
+        assert!(gate.is_empty(), "{gate:?}");
+    });
 }
 
 #[test]
 fn pass_through_sut_is_caught_with_minimal_inputs() {
-    let Some(python) = python() else {
-        eprintln!("SKIPPED: python3 not found");
-        return;
-    };
-    let command = format!(
-        "{python} {}/../examples/sut-echo/echo.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let outcome = run_process(
-        &command,
-        &campaign(&[Op::CoerceToolResult, Op::NeutralizeText], 600, 1),
-        Duration::from_secs(5),
-    );
-    let s1 = outcome
-        .findings
-        .iter()
-        .find(|f| f.rule == normfuzz::rule::Rule::S1 && f.op == Op::NeutralizeText)
-        .expect("S1 found on neutralize_text");
-    // A directive line alone (a corner's `MEDIA:` line with its URL is 41 bytes of JSON).
-    assert!(
-        s1.input.to_string().len() <= 64,
-        "S1 not shrunk: {}",
-        s1.input
-    );
-    let s2 = outcome
-        .findings
-        .iter()
-        .find(|f| f.rule == normfuzz::rule::Rule::S2)
-        .expect("S2 found");
-    assert!(
-        s2.input.to_string().len() <= 200,
-        "S2 not shrunk: {}",
-        s2.input
-    );
-    assert!(outcome.failed(false) > 0);
+    crate::on_job_stack(|| {
+        let Some(python) = python() else {
+            eprintln!("SKIPPED: python3 not found");
+            return;
+        };
+        let command = format!(
+            "{python} {}/../examples/sut-echo/echo.py",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let outcome = run_process(
+            &command,
+            &campaign(&[Op::CoerceToolResult, Op::NeutralizeText], 600, 1),
+            Duration::from_secs(5),
+        );
+        let s1 = outcome
+            .findings
+            .iter()
+            .find(|f| f.rule == normfuzz::rule::Rule::S1 && f.op == Op::NeutralizeText)
+            .expect("S1 found on neutralize_text");
+        // A directive line alone (a corner's `MEDIA:` line with its URL is 41 bytes of JSON).
+        assert!(
+            s1.input.to_string().len() <= 64,
+            "S1 not shrunk: {}",
+            s1.input
+        );
+        let s2 = outcome
+            .findings
+            .iter()
+            .find(|f| f.rule == normfuzz::rule::Rule::S2)
+            .expect("S2 found");
+        assert!(
+            s2.input.to_string().len() <= 200,
+            "S2 not shrunk: {}",
+            s2.input
+        );
+        assert!(outcome.failed(false) > 0);
+    });
 }
 
 #[test]
 fn faulty_sut_is_survived_reported_and_restarted() {
-    let Some(python) = python() else {
-        eprintln!("SKIPPED: python3 not found");
-        return;
-    };
-    let command = format!(
-        "{python} {}/tests/suts/faulty.py",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let outcome = run_process(
-        &command,
-        &campaign(&[Op::NeutralizeText], 150, 3),
-        Duration::from_millis(300),
-    );
-    assert_eq!(outcome.cases(), 150, "the run went on after every fault");
-    let found: Vec<(Rule, &str)> = outcome
-        .findings
-        .iter()
-        .filter(|f| f.gate)
-        .map(|f| (f.rule, f.kind.as_str()))
-        .collect();
-    // Crashes and hangs are B1 (their kind tells them apart); a garbled answer is `protocol`.
-    for fault in [Rule::B1, Rule::Protocol] {
-        assert!(
-            found.iter().any(|(r, _)| *r == fault),
-            "{fault} not reported: {found:?}"
+    crate::on_job_stack(|| {
+        let Some(python) = python() else {
+            eprintln!("SKIPPED: python3 not found");
+            return;
+        };
+        let command = format!(
+            "{python} {}/tests/suts/faulty.py",
+            env!("CARGO_MANIFEST_DIR")
         );
-    }
-    for kind in ["process exited", "no answer in time"] {
-        assert!(
-            found.iter().any(|(_, k)| *k == kind),
-            "{kind} not reported: {found:?}"
+        let outcome = run_process(
+            &command,
+            &campaign(&[Op::NeutralizeText], 150, 3),
+            Duration::from_millis(300),
         );
-    }
+        assert_eq!(outcome.cases(), 150, "the run went on after every fault");
+        let found: Vec<(Rule, &str)> = outcome
+            .findings
+            .iter()
+            .filter(|f| f.gate)
+            .map(|f| (f.rule, f.kind.as_str()))
+            .collect();
+        // Crashes and hangs are B1 (their kind tells them apart); a garbled answer is `protocol`.
+        for fault in [Rule::B1, Rule::Protocol] {
+            assert!(
+                found.iter().any(|(r, _)| *r == fault),
+                "{fault} not reported: {found:?}"
+            );
+        }
+        for kind in ["process exited", "no answer in time"] {
+            assert!(
+                found.iter().any(|(_, k)| *k == kind),
+                "{kind} not reported: {found:?}"
+            );
+        }
+    });
 }
 
 #[test]
 fn sut_without_handshake_is_a_clear_error() {
-    let err = ProcessSut::start(vec!["true".into()], Duration::from_secs(1))
-        .err()
-        .expect("no handshake");
-    assert!(err.to_string().contains("handshake"), "{err}");
-    let err = ProcessSut::start(vec!["echo".into(), "hello".into()], Duration::from_secs(1))
-        .err()
-        .expect("bad handshake");
-    assert!(err.to_string().contains("handshake"), "{err}");
+    crate::on_job_stack(|| {
+        let err = ProcessSut::start(vec!["true".into()], Duration::from_secs(1))
+            .err()
+            .expect("no handshake");
+        assert!(err.to_string().contains("handshake"), "{err}");
+        let err = ProcessSut::start(vec!["echo".into(), "hello".into()], Duration::from_secs(1))
+            .err()
+            .expect("bad handshake");
+        assert!(err.to_string().contains("handshake"), "{err}");
+    });
 }
 
 #[test]
 fn same_seed_same_cases() {
-    let c = campaign(&Op::ALL, 1_000, 42);
-    let a = run(&c, || Ok(ReferenceSut), &Progress::default()).unwrap();
-    let b = run(&c, || Ok(ReferenceSut), &Progress::default()).unwrap();
-    assert_eq!(
-        serde_json::to_string(&a.per_op).unwrap(),
-        serde_json::to_string(&b.per_op).unwrap()
-    );
+    crate::on_job_stack(|| {
+        let c = campaign(&Op::ALL, 1_000, 42);
+        let a = run(&c, || Ok(ReferenceSut), &Progress::default()).unwrap();
+        let b = run(&c, || Ok(ReferenceSut), &Progress::default()).unwrap();
+        assert_eq!(
+            serde_json::to_string(&a.per_op).unwrap(),
+            serde_json::to_string(&b.per_op).unwrap()
+        );
+    });
 }
 
 /// An in-process SUT with two bugs: `neutralize_text` passes its text through (S1) and
@@ -203,56 +214,60 @@ impl Sut for EchoNeutralize {
 /// rule, the same distinct findings.
 #[test]
 fn shards_together_run_the_unsharded_cases() {
-    let mut whole = campaign(&Op::ALL, 2_000, 9);
-    whole.jobs = 3;
-    let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
-    let mut per_op: std::collections::BTreeMap<Op, normfuzz::runner::campaign::Tally> =
-        Default::default();
-    let mut keys = std::collections::BTreeSet::new();
-    let mut cases = 0;
-    for index in 0..3 {
-        let mut part = campaign(&Op::ALL, 2_000, 9);
-        part.shard = Shard { index, count: 3 };
-        let outcome = run(&part, || Ok(EchoNeutralize), &Progress::default()).unwrap();
-        assert!(
-            outcome.cases() > 0 && outcome.cases() < 2_000,
-            "{}",
-            outcome.cases()
-        );
-        cases += outcome.cases();
-        for (op, tally) in outcome.per_op {
-            let sum = per_op.entry(op).or_default();
-            sum.cases += tally.cases;
-            sum.passed += tally.passed;
-            sum.failed += tally.failed;
-            sum.divergent += tally.divergent;
-            for (rule, n) in tally.rules {
-                *sum.rules.entry(rule).or_default() += n;
+    crate::on_job_stack(|| {
+        let mut whole = campaign(&Op::ALL, 2_000, 9);
+        whole.jobs = 3;
+        let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+        let mut per_op: std::collections::BTreeMap<Op, normfuzz::runner::campaign::Tally> =
+            Default::default();
+        let mut keys = std::collections::BTreeSet::new();
+        let mut cases = 0;
+        for index in 0..3 {
+            let mut part = campaign(&Op::ALL, 2_000, 9);
+            part.shard = Shard { index, count: 3 };
+            let outcome = run(&part, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+            assert!(
+                outcome.cases() > 0 && outcome.cases() < 2_000,
+                "{}",
+                outcome.cases()
+            );
+            cases += outcome.cases();
+            for (op, tally) in outcome.per_op {
+                let sum = per_op.entry(op).or_default();
+                sum.cases += tally.cases;
+                sum.passed += tally.passed;
+                sum.failed += tally.failed;
+                sum.divergent += tally.divergent;
+                for (rule, n) in tally.rules {
+                    *sum.rules.entry(rule).or_default() += n;
+                }
             }
+            keys.extend(outcome.findings.iter().map(|f| f.id.clone()));
         }
-        keys.extend(outcome.findings.iter().map(|f| f.id.clone()));
-    }
-    assert_eq!(cases, 2_000);
-    assert_eq!(
-        serde_json::to_string(&per_op).unwrap(),
-        serde_json::to_string(&unsharded.per_op).unwrap()
-    );
-    let unsharded_keys: std::collections::BTreeSet<String> =
-        unsharded.findings.iter().map(|f| f.id.clone()).collect();
-    assert!(
-        unsharded_keys.iter().any(|id| id.contains("-S1-")),
-        "{unsharded_keys:?}"
-    );
-    assert_eq!(keys, unsharded_keys);
+        assert_eq!(cases, 2_000);
+        assert_eq!(
+            serde_json::to_string(&per_op).unwrap(),
+            serde_json::to_string(&unsharded.per_op).unwrap()
+        );
+        let unsharded_keys: std::collections::BTreeSet<String> =
+            unsharded.findings.iter().map(|f| f.id.clone()).collect();
+        assert!(
+            unsharded_keys.iter().any(|id| id.contains("-S1-")),
+            "{unsharded_keys:?}"
+        );
+        assert_eq!(keys, unsharded_keys);
+    });
 }
 
 #[test]
 fn shard_syntax() {
-    assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 1, count: 3 });
-    assert_eq!(Shard::parse("1/1").unwrap(), Shard::WHOLE);
-    for bad in ["0/3", "4/3", "3", "a/b", "1/0", ""] {
-        assert!(Shard::parse(bad).is_err(), "{bad}");
-    }
+    crate::on_job_stack(|| {
+        assert_eq!(Shard::parse("2/3").unwrap(), Shard { index: 1, count: 3 });
+        assert_eq!(Shard::parse("1/1").unwrap(), Shard::WHOLE);
+        for bad in ["0/3", "4/3", "3", "a/b", "1/0", ""] {
+            assert!(Shard::parse(bad).is_err(), "{bad}");
+        }
+    });
 }
 
 /// `normfuzz merge-reports` of the N shards' reports equals the report of the unsharded run with
@@ -261,85 +276,90 @@ fn shard_syntax() {
 /// input a finding keeps may differ.
 #[test]
 fn merged_shard_reports_equal_the_unsharded_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut whole = campaign(&Op::ALL, 1_500, 5);
-    whole.jobs = 2;
-    let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
-    // A matrix runtime's report names it; the merged report must too.
-    let runtime = RuntimeId::parse("echo@1.0").unwrap();
-    let write = |out: &std::path::Path, outcome: &Outcome| {
-        normfuzz::runner::report::write(out, outcome, "echo", false, Some(&runtime), None).unwrap();
-    };
-    write(&dir.path().join("whole"), &unsharded);
-    let mut shards = Vec::new();
-    for index in 0..2 {
-        let mut part = campaign(&Op::ALL, 1_500, 5);
-        part.shard = Shard { index, count: 2 };
-        let outcome = run(&part, || Ok(EchoNeutralize), &Progress::default()).unwrap();
-        let out = dir.path().join(format!("shard{index}"));
-        write(&out, &outcome);
-        shards.push(out);
-    }
-    let merged = dir.path().join("merged");
-    let status = std::process::Command::new(env!("CARGO_BIN_EXE_normfuzz"))
-        .arg("merge-reports")
-        .arg("--out")
-        .arg(&merged)
-        .args(&shards)
-        .env_remove("GITHUB_STEP_SUMMARY")
-        .status()
-        .unwrap();
-    assert_eq!(status.code(), Some(1), "the echo SUT fails the gate");
-    let comparable = |dir: &std::path::Path| {
-        let text = std::fs::read_to_string(dir.join("index.json")).unwrap();
-        let mut index: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let map = index.as_object_mut().unwrap();
-        for volatile in [
-            "elapsedMs",
-            "timeline",
-            "shrinkMs",
-            "casesPerSecond",
-            "steadyCases",
-            "steadyJobMs",
-            "steadyCasesPerSecond",
-        ] {
-            map.remove(volatile).unwrap();
+    crate::on_job_stack(|| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut whole = campaign(&Op::ALL, 1_500, 5);
+        whole.jobs = 2;
+        let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+        // A matrix runtime's report names it; the merged report must too.
+        let runtime = RuntimeId::parse("echo@1.0").unwrap();
+        let write = |out: &std::path::Path, outcome: &Outcome| {
+            normfuzz::runner::report::write(out, outcome, "echo", false, Some(&runtime), None)
+                .unwrap();
+        };
+        write(&dir.path().join("whole"), &unsharded);
+        let mut shards = Vec::new();
+        for index in 0..2 {
+            let mut part = campaign(&Op::ALL, 1_500, 5);
+            part.shard = Shard { index, count: 2 };
+            let outcome = run(&part, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+            let out = dir.path().join(format!("shard{index}"));
+            write(&out, &outcome);
+            shards.push(out);
         }
-        for finding in map["findings"].as_array_mut().unwrap() {
-            let finding = finding.as_object_mut().unwrap();
-            finding.remove("firstSeenMs").unwrap();
-            finding.remove("repro").unwrap();
+        let merged = dir.path().join("merged");
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_normfuzz"))
+            .arg("merge-reports")
+            .arg("--out")
+            .arg(&merged)
+            .args(&shards)
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(1), "the echo SUT fails the gate");
+        let comparable = |dir: &std::path::Path| {
+            let text = std::fs::read_to_string(dir.join("index.json")).unwrap();
+            let mut index: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let map = index.as_object_mut().unwrap();
+            for volatile in [
+                "elapsedMs",
+                "timeline",
+                "shrinkMs",
+                "casesPerSecond",
+                "steadyCases",
+                "steadyJobMs",
+                "steadyCasesPerSecond",
+            ] {
+                map.remove(volatile).unwrap();
+            }
+            for finding in map["findings"].as_array_mut().unwrap() {
+                let finding = finding.as_object_mut().unwrap();
+                finding.remove("firstSeenMs").unwrap();
+                finding.remove("repro").unwrap();
+            }
+            index
+        };
+        let (expected, got) = (comparable(&dir.path().join("whole")), comparable(&merged));
+        assert!(
+            expected["findings"].as_array().unwrap().len() > 1,
+            "{expected:#}"
+        );
+        assert_eq!(got, expected);
+        assert_eq!(
+            got["runtime"],
+            serde_json::json!({"name": "echo", "version": "1.0"})
+        );
+        for file in ["junit.xml", "summary.md", "report.html"] {
+            assert!(merged.join(file).is_file(), "{file}");
         }
-        index
-    };
-    let (expected, got) = (comparable(&dir.path().join("whole")), comparable(&merged));
-    assert!(
-        expected["findings"].as_array().unwrap().len() > 1,
-        "{expected:#}"
-    );
-    assert_eq!(got, expected);
-    assert_eq!(
-        got["runtime"],
-        serde_json::json!({"name": "echo", "version": "1.0"})
-    );
-    for file in ["junit.xml", "summary.md", "report.html"] {
-        assert!(merged.join(file).is_file(), "{file}");
-    }
+    });
 }
 
 /// The campaign accounts for its shrinking: the echo SUT has findings, each shrunk once, early;
 /// the batches after them, with both jobs running and none shrinking, give the steady rate.
 #[test]
 fn shrinking_time_and_the_steady_rate_are_counted() {
-    let mut whole = campaign(&[Op::NeutralizeText], 20_000, 3);
-    whole.jobs = 2;
-    let outcome = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
-    assert!(!outcome.findings.is_empty());
-    assert!(
-        outcome.steady_cases > 0 && outcome.steady_cases < outcome.cases(),
-        "{} steady of {}",
-        outcome.steady_cases,
-        outcome.cases()
-    );
-    assert!(outcome.steady_rate().is_some_and(|r| r > 0.0));
+    crate::on_job_stack(|| {
+        let mut whole = campaign(&[Op::NeutralizeText], 20_000, 3);
+        whole.jobs = 2;
+        let outcome = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+        assert!(!outcome.findings.is_empty());
+        assert!(
+            outcome.steady_cases > 0 && outcome.steady_cases < outcome.cases(),
+            "{} steady of {}",
+            outcome.steady_cases,
+            outcome.cases()
+        );
+        assert!(outcome.steady_rate().is_some_and(|r| r > 0.0));
+    });
 }

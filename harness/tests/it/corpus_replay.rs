@@ -1,5 +1,6 @@
-//! Every corpus file (seeds and minimized regressions) replays through the reference with no
-//! gate failure, judged by the same checkers `conform` uses.
+//! Every corpus file (seeds and minimized regressions) and every real server's result
+//! (corpus/real-servers/) replays through the reference with no gate failure, judged by the same
+//! checkers `conform` uses.
 
 use std::path::{Path, PathBuf};
 
@@ -46,6 +47,22 @@ fn every_corpus_file_passes_the_reference() {
                 .expect("reference answers");
         let gate: Vec<_> = violations.iter().filter(|v| v.gate).collect();
         assert!(gate.is_empty(), "{}: {gate:?}", file.display());
+    }
+}
+
+#[test]
+fn every_real_server_result_passes_the_reference() {
+    let corpus = normfuzz::generate::real_servers::corpus();
+    assert!(corpus.len() >= 30, "{} real results", corpus.len());
+    for capture in corpus {
+        let (_, _, violations) = normfuzz::runner::campaign::replay(
+            &mut ReferenceSut,
+            Op::CoerceToolResult,
+            &capture.result,
+        )
+        .expect("reference answers");
+        let gate: Vec<_> = violations.iter().filter(|v| v.gate).collect();
+        assert!(gate.is_empty(), "{}: {gate:?}", capture.source());
     }
 }
 

@@ -41,6 +41,7 @@ fn hang_proxy(mode: &str) -> (Outcome, Duration) {
         stop_on_gate: false,
         shard: Shard::WHOLE,
         baseline: None,
+        inputs: Vec::new(),
     };
     let options = SutOptions {
         timeout: CEILING,
@@ -83,68 +84,74 @@ fn assert_on_time(mode: &str, elapsed: Duration) {
 
 #[test]
 fn a_sut_hanging_on_nul_costs_its_ops_not_the_others() {
-    let (clean, _) = hang_proxy("none");
-    assert!(hangs_found(&clean).is_empty());
-    let (outcome, elapsed) = hang_proxy("nul");
-    assert_on_time("nul", elapsed);
-    let hung = hangs_found(&outcome);
-    assert!(hung.contains(&Op::NeutralizeText), "{hung:?}");
-    let shrunk = outcome
-        .findings
-        .iter()
-        .find(|f| f.op == Op::NeutralizeText && f.rule == Rule::B1)
-        .expect("the hang's finding");
-    // Confirmed with the full time-out and shrunk for 2 s at most (each step that still hangs
-    // costs a wait and a restart): a NUL is still in it, and it is no longer a whole batch's case.
-    let shown = shrunk.input.to_string();
-    assert!(shown.contains("\\u0000") && shown.len() < 2_000, "{shown}");
-    assert!(
-        !shrunk.detail.contains("not confirmed") && !shrunk.detail.contains("not shrunk"),
-        "{}",
-        shrunk.detail
-    );
-    let (with, without) = (cases(&outcome), cases(&clean));
-    for op in NEVER_NUL {
+    crate::on_job_stack(|| {
+        let (clean, _) = hang_proxy("none");
+        assert!(hangs_found(&clean).is_empty());
+        let (outcome, elapsed) = hang_proxy("nul");
+        assert_on_time("nul", elapsed);
+        let hung = hangs_found(&outcome);
+        assert!(hung.contains(&Op::NeutralizeText), "{hung:?}");
+        let shrunk = outcome
+            .findings
+            .iter()
+            .find(|f| f.op == Op::NeutralizeText && f.rule == Rule::B1)
+            .expect("the hang's finding");
+        // Confirmed with the full time-out and shrunk for 2 s at most (each step that still hangs
+        // costs a wait and a restart): a NUL is still in it, and it is no longer a whole batch's case.
+        let shown = shrunk.input.to_string();
+        assert!(shown.contains("\\u0000") && shown.len() < 2_000, "{shown}");
         assert!(
-            with[&op] * 2 >= without[&op],
-            "{op}: {} cases with the hang, {} without",
-            with[&op],
-            without[&op]
+            !shrunk.detail.contains("not confirmed") && !shrunk.detail.contains("not shrunk"),
+            "{}",
+            shrunk.detail
         );
-    }
-    let faults = outcome.faults;
-    assert!(faults.hangs >= 1 && faults.hang_ms >= CEILING.as_millis() as u64);
-    assert!(
-        outcome.left_out() > 0,
-        "later cases of the ops that hung were left out"
-    );
+        let (with, without) = (cases(&outcome), cases(&clean));
+        for op in NEVER_NUL {
+            assert!(
+                with[&op] * 2 >= without[&op],
+                "{op}: {} cases with the hang, {} without",
+                with[&op],
+                without[&op]
+            );
+        }
+        let faults = outcome.faults;
+        assert!(faults.hangs >= 1 && faults.hang_ms >= CEILING.as_millis() as u64);
+        assert!(
+            outcome.left_out() > 0,
+            "later cases of the ops that hung were left out"
+        );
+    });
 }
 
 #[test]
 fn a_sut_hanging_on_a_fraction_of_cases_ends_on_time() {
-    for mode in ["fraction:0.01", "fraction:0.3"] {
-        let (outcome, elapsed) = hang_proxy(mode);
-        assert_on_time(mode, elapsed);
-        assert!(
-            !hangs_found(&outcome).is_empty(),
-            "{mode}: no hang reported"
-        );
-        assert!(outcome.cases() > 0, "{mode}");
-    }
+    crate::on_job_stack(|| {
+        for mode in ["fraction:0.01", "fraction:0.3"] {
+            let (outcome, elapsed) = hang_proxy(mode);
+            assert_on_time(mode, elapsed);
+            assert!(
+                !hangs_found(&outcome).is_empty(),
+                "{mode}: no hang reported"
+            );
+            assert!(outcome.cases() > 0, "{mode}");
+        }
+    });
 }
 
 #[test]
 fn a_sut_hanging_on_every_case_of_one_op_leaves_the_others_their_rate() {
-    let (outcome, elapsed) = hang_proxy("op:parse_reply");
-    assert_on_time("op", elapsed);
-    assert_eq!(hangs_found(&outcome), [Op::ParseReply]);
-    let cases = cases(&outcome);
-    for op in Op::ALL.into_iter().filter(|op| *op != Op::ParseReply) {
-        assert!(
-            cases[&op] > 50 * cases[&Op::ParseReply],
-            "{op}: {} against parse_reply's {}",
-            cases[&op],
-            cases[&Op::ParseReply]
-        );
-    }
+    crate::on_job_stack(|| {
+        let (outcome, elapsed) = hang_proxy("op:parse_reply");
+        assert_on_time("op", elapsed);
+        assert_eq!(hangs_found(&outcome), [Op::ParseReply]);
+        let cases = cases(&outcome);
+        for op in Op::ALL.into_iter().filter(|op| *op != Op::ParseReply) {
+            assert!(
+                cases[&op] > 50 * cases[&Op::ParseReply],
+                "{op}: {} against parse_reply's {}",
+                cases[&op],
+                cases[&Op::ParseReply]
+            );
+        }
+    });
 }

@@ -30,6 +30,20 @@ mod wpt_url;
 
 use proptest::test_runner::{Config, FileFailurePersistence};
 
+/// Runs `test` on a campaign job's stack: a finding's minimal input can be nested hundreds deep
+/// (a SUT that crashes on depth, as the echo SUT does), and dropping, cloning or validating it
+/// recurses. Which campaign draws such a case depends on the generators' random stream.
+fn on_job_stack<T: Send>(test: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(normfuzz::generate::corners::nesting::JOB_STACK)
+            .spawn_scoped(scope, test)
+            .expect("a thread")
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
 /// proptest's default settings, with failures persisted in `<source file>.proptest-regressions`
 /// next to the property test's module. (proptest's default takes the nearest folder holding a
 /// `main.rs`, this one, for a crate root and would use `tests/proptest-regressions/<module>.txt`.)

@@ -35,6 +35,7 @@ fn outcome() -> Outcome {
         reference: Answer::Output(json!({"text": "ok\n[neutralized] MEDIA:/etc/passwd"})),
         seed: 1,
         first_seen_ms: 0,
+        source: None,
         impact: None,
         baseline: None,
     };
@@ -53,6 +54,7 @@ fn outcome() -> Outcome {
         reference: Answer::Output(json!({"allowed": false, "reason": "invalid_host"})),
         seed: 1,
         first_seen_ms: 0,
+        source: None,
         impact: None,
         baseline: None,
     };

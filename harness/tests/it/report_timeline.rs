@@ -19,6 +19,7 @@ fn a_campaign_samples_its_progress_until_the_end() {
         stop_on_gate: false,
         shard: Shard::WHOLE,
         baseline: None,
+        inputs: Vec::new(),
     };
     let outcome = run(&campaign, || Ok(ReferenceSut), &Progress::default()).expect("runs");
     let timeline = &outcome.timeline;

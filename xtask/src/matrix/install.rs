@@ -43,20 +43,34 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
     let dir = root
         .join("runtimes")
         .join(format!("unit-{}-{}", runtime.name, runtime.version));
+    ensure_packages(&runtime.label(), &dir, *ecosystem, packages, *python)?;
+    Ok(dir)
+}
+
+/// Makes sure `packages` are installed in `dir` (an npm prefix, or a venv in `dir/venv` made
+/// with the newest Python of at least `python`, else `python3`); `label` names the install in
+/// its marker and messages.
+pub fn ensure_packages(
+    label: &str,
+    dir: &Path,
+    ecosystem: Ecosystem,
+    packages: &[String],
+    python: Option<PythonVersion>,
+) -> Result<()> {
     let marker = dir.join(".normfuzz-installed.json");
     // Chosen before the marker is read: another interpreter (one installed or removed since)
     // means another venv. Without a minimum, `python3` as before (and no key in the marker, so
     // existing installs stay valid).
     let interpreter = match python {
         Some(min) => Some(find_python(
-            *min,
+            min,
             std::env::var_os("PATH").as_deref(),
             &pyenv_root(),
         )?),
         None => None,
     };
     let mut want = serde_json::json!({
-        "runtime": runtime.label(),
+        "runtime": label,
         "ecosystem": ecosystem,
         "install": packages,
     });
@@ -68,14 +82,13 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
         .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok());
     if installed.as_ref() != Some(&want) {
         if dir.exists() {
-            std::fs::remove_dir_all(&dir)
+            std::fs::remove_dir_all(dir)
                 .with_context(|| format!("cannot clear the old install in {}", dir.display()))?;
         }
-        std::fs::create_dir_all(&dir)?;
+        std::fs::create_dir_all(dir)?;
         let start = Instant::now();
         eprintln!(
-            "installing {} into {}: {}",
-            runtime.label(),
+            "installing {label} into {}: {}",
             dir.display(),
             packages.join(" ")
         );
@@ -87,10 +100,10 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
                 )?;
                 run(
                     Command::new("npm")
-                        .current_dir(&dir)
+                        .current_dir(dir)
                         .args(["install", "--no-audit", "--no-fund", "--loglevel=error"])
                         .args(packages),
-                    &dir,
+                    dir,
                 )?;
             }
             Ecosystem::Pypi => {
@@ -101,7 +114,7 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
                     Command::new(python)
                         .args(["-m", "venv"])
                         .arg(dir.join("venv")),
-                    &dir,
+                    dir,
                 )?;
                 run(
                     Command::new(dir.join("venv/bin/python"))
@@ -113,18 +126,17 @@ pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {
                             "--disable-pip-version-check",
                         ])
                         .args(packages),
-                    &dir,
+                    dir,
                 )?;
             }
         }
         write_atomic(&marker, format!("{want:#}\n").as_bytes())?;
         eprintln!(
-            "installed {} in {:.0} s",
-            runtime.label(),
+            "installed {label} in {:.0} s",
             start.elapsed().as_secs_f64()
         );
     }
-    Ok(dir)
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]

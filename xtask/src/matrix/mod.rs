@@ -4,12 +4,15 @@
 //! `normfuzz conform` against the runtime's protocol shim (the unit level), reads the campaign's
 //! `index.json` and judges each rule against the runtime's baseline of known findings; a runtime
 //! with an e2e adapter (`<name>/e2e.toml`) then runs `normfuzz e2e` with the same install, judged
-//! against its e2e baseline (the end-to-end level, a row of its own). One table (runtime@version
+//! against its e2e baseline (the end-to-end level, a row of its own). The real servers' results
+//! (`corpus/real-servers/*.jsonl`) go through the same unit campaign as `conform --inputs`,
+//! judged against the same unit baseline: the row `(real servers)`. One table (runtime@version
 //! × rule) goes to `reports/matrix/matrix.md` and `matrix.json`.
 
 pub(crate) mod install;
 mod table;
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -149,6 +152,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 /// known, 1 when any is new or a runtime could not be run.
 pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
     let runtimes = load_all(&root.join("harness/runtimes"), &options.runtimes)?;
+    let real_servers = real_server_files(&root.join(REAL_SERVERS))?;
     let cache = install::cache_root();
     let out = root.join("reports/matrix");
     let mut rows = Vec::new();
@@ -163,7 +167,8 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
         let result = if options.merge {
             merge_shards(normfuzz, &shards, &report)
         } else {
-            run_one(normfuzz, dir, runtime, &cache, &report, options)
+            let cases = Cases::Generated(options.cases);
+            run_one(normfuzz, dir, runtime, &cache, &report, options, &cases)
         };
         let row = match result {
             Ok(index) => Row::from_index(runtime, &index, &baseline, &report_link(&out, &report)),
@@ -174,6 +179,36 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
         };
         eprintln!("{}", row.summary());
         rows.push(row);
+        // The real servers' results are a few dozen cases, one batch: shard 1 runs them all, as
+        // a shard of one, so `--merge` finds them complete.
+        if !real_servers.is_empty() && options.shard.is_none_or(|(k, _)| k == 1) {
+            let name = format!("{slug}-real-servers");
+            let shards = out.join("shards").join(&name);
+            let report = match options.shard {
+                Some(_) => shards.join("1of1"),
+                None => out.join(&name),
+            };
+            let result = if options.merge {
+                merge_shards(normfuzz, &shards, &report)
+            } else {
+                let cases = Cases::Inputs(&real_servers);
+                run_one(normfuzz, dir, runtime, &cache, &report, options, &cases)
+            };
+            let row = match result {
+                Ok(index) => Row::from_real_servers_index(
+                    runtime,
+                    &index,
+                    &baseline,
+                    &report_link(&out, &report),
+                ),
+                Err(err) => {
+                    eprintln!("{} (real servers): {err:#}", runtime.label());
+                    Row::failed_real_servers(runtime, &format!("{err:#}"))
+                }
+            };
+            eprintln!("{}", row.summary());
+            rows.push(row);
+        }
         let adapter = dir.join(E2E_ADAPTER);
         if adapter.is_file() {
             let scenarios: &[Option<&str>] = if has_fallback(&adapter) {
@@ -305,7 +340,15 @@ fn run_e2e(
         .arg(cache)
         .args(extra);
     // 0: green against the baseline, 1: new or stale findings (judged in the table).
-    run_into_report(command, cases, options, report)
+    run_into_report(command, &Cases::Generated(cases), options, report)
+}
+
+/// What a campaign of the matrix runs.
+enum Cases<'a> {
+    /// This many generated cases (of shard K of N under `--shard`).
+    Generated(u64),
+    /// Exactly the results of these files (`conform --inputs`), whole in any shard.
+    Inputs(&'a [PathBuf]),
 }
 
 /// Runs a `normfuzz` campaign command with the matrix's cases, seed, jobs, shard and report
@@ -313,15 +356,23 @@ fn run_e2e(
 /// report against the baseline); anything else is the run itself failing.
 fn run_into_report(
     mut command: Command,
-    cases: u64,
+    cases: &Cases,
     options: &Options,
     report: &Path,
 ) -> Result<serde_json::Value> {
+    match cases {
+        Cases::Generated(n) => command
+            .args(["--cases", &n.to_string()])
+            .args(options.shard.map(|(k, n)| format!("--shard={k}/{n}"))),
+        Cases::Inputs(files) => command.args(
+            files
+                .iter()
+                .flat_map(|f| [OsStr::new("--inputs"), f.as_os_str()]),
+        ),
+    };
     let status = command
-        .args(["--cases", &cases.to_string()])
         .args(["--seed", &options.seed.to_string()])
         .args(["--jobs", &options.jobs.to_string()])
-        .args(options.shard.map(|(k, n)| format!("--shard={k}/{n}")))
         .arg("--report")
         .arg(report)
         .status()
@@ -333,6 +384,25 @@ fn run_into_report(
     let text = std::fs::read_to_string(&index)
         .with_context(|| format!("cannot read {}", index.display()))?;
     serde_json::from_str(&text).with_context(|| format!("invalid {}", index.display()))
+}
+
+/// The real servers' results, replayed against each runtime as a row of its own.
+const REAL_SERVERS: &str = "corpus/real-servers";
+
+/// The `*.jsonl` files of `dir`, in name order (none when it does not exist).
+fn real_server_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|ext| ext == "jsonl") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// Every `<dir>/<name>/runtime.toml`, in name order, narrowed to `only` when given.
@@ -360,7 +430,7 @@ pub(crate) fn load_all(dir: &Path, only: &[String]) -> Result<Vec<(PathBuf, Runt
     Ok(found)
 }
 
-/// Installs `runtime`, runs the campaign into `report`, and returns its `index.json`.
+/// Installs `runtime`, runs the campaign of `cases` into `report`, and returns its `index.json`.
 fn run_one(
     normfuzz: &Path,
     dir: &Path,
@@ -368,6 +438,7 @@ fn run_one(
     cache: &Path,
     report: &Path,
     options: &Options,
+    cases: &Cases,
 ) -> Result<serde_json::Value> {
     let installed = install_runtime(normfuzz, dir, runtime, cache)?;
     let argv: Vec<String> = runtime
@@ -402,7 +473,7 @@ fn run_one(
                 .map(|ms| format!("--handshake-timeout-ms={ms}")),
         );
     // 0: no gate failure, 1: some (judged against the baseline), 2: the run itself failed.
-    run_into_report(command, options.cases, options, report)
+    run_into_report(command, cases, options, report)
 }
 
 /// Installs `runtime` (folder `dir`) into the cache root `cache`, or finds it there; returns its

@@ -340,6 +340,28 @@ impl Row {
         }
     }
 
+    /// The row of the real servers' results (`conform --inputs`), judged as the unit row is;
+    /// the baseline's reasons are printed once, under the unit row.
+    pub fn from_real_servers_index(
+        runtime: &Runtime,
+        index: &Value,
+        baseline: &Baseline,
+        report: &str,
+    ) -> Row {
+        Row {
+            label: format!("{} {REAL_SERVERS}", runtime.label()),
+            reasons: Vec::new(),
+            ..Row::from_index(runtime, index, baseline, report)
+        }
+    }
+
+    pub fn failed_real_servers(runtime: &Runtime, error: &str) -> Row {
+        Row {
+            label: format!("{} {REAL_SERVERS}", runtime.label()),
+            ..Row::failed(runtime, error)
+        }
+    }
+
     pub fn failed_e2e(runtime: &Runtime, error: &str) -> Row {
         Row {
             label: format!("{} (e2e)", runtime.label()),
@@ -395,6 +417,9 @@ impl Row {
         )
     }
 }
+
+/// The label mark of a runtime's row of real servers' results.
+const REAL_SERVERS: &str = "(real servers)";
 
 /// The rules the e2e judge checks on every turn that ran (harness/src/runner/e2e/checks.rs:
 /// the model's view and the delivered reply; checks/writes.rs: the turn's writes; driver/case.rs:
@@ -456,7 +481,9 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
     let mut out = format!(
         "# Runtime matrix\n\nMade on {date} by `{command}`. A runtime's first row is its unit \
          level (`normfuzz conform` against its protocol shim), a row marked (e2e) its end-to-end \
-         level (real agent turns, `normfuzz e2e`; one finding per case and rule). Cells: **pass**; \
+         level (real agent turns, `normfuzz e2e`; one finding per case and rule), a row marked \
+         (real servers) the unit level on the results real MCP servers sent \
+         (corpus/real-servers/, `normfuzz conform --inputs`, the same baseline). Cells: **pass**; \
          **known** (a finding the runtime's baseline lists, with why it is real); **NEW** (a \
          finding the baseline does not list: the run fails); *known, not reached* (listed, not \
          hit by this run); **STALE** (e2e: listed, the case ran, the finding is gone: the run \
@@ -757,6 +784,32 @@ mod tests {
         .unwrap();
         let judged = index_against(&["c-S1-a", "c-S2-a", "c-S2-b"], &[]);
         assert!(Row::from_index(&runtime(), &judged, &all_known, "x").green());
+    }
+
+    /// The real servers' row is judged as the unit row, and leaves the baseline's reasons to it.
+    #[test]
+    fn the_real_servers_row_is_the_unit_judgement_without_the_reasons() {
+        let baseline = Baseline::parse(
+            "[[known]]\nrule = \"S2\"\nclass = \"bug\"\ncause = \"c\"\nreason = \"r\"\n",
+        )
+        .unwrap();
+        let judged = index_against(&["c-S2-a", "c-S2-b"], &[]);
+        let unit = Row::from_index(&runtime(), &judged, &baseline, "x");
+        let real = Row::from_real_servers_index(&runtime(), &judged, &baseline, "x");
+        assert_eq!(real.label, "demo@1.2.3 (real servers)");
+        assert_eq!(real.reasons.len(), 0);
+        assert_eq!(unit.reasons.len(), 1);
+        let states = |row: &Row| {
+            row.cells
+                .iter()
+                .map(|(r, c)| (r.clone(), c.state))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(states(&real), states(&unit));
+        assert_eq!(
+            Row::failed_real_servers(&runtime(), "e").label,
+            "demo@1.2.3 (real servers)"
+        );
     }
 
     /// `normfuzz e2e`'s index: an F5 finding known, an S1 new, a stale B1 entry.

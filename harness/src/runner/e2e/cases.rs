@@ -20,7 +20,6 @@ use super::hostile::{Call, Field, Target, Tool, marker};
 use crate::generate::corners::calls::{self as corner_calls, IDS, NAMES, PATHS, URLS};
 use crate::generate::corners::{TAPE_LEN, Tape};
 use crate::generate::sample_images::{solid_png, tiny_base64};
-use crate::protocol::Op;
 use crate::reference::image::ImageFormat;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -614,7 +613,7 @@ pub fn plan(count: usize, seed: u64) -> Vec<E2eCase> {
     // a seed stay what they were before calls were drawn.
     let mut calls_runner = runner(seed, b"e2e-call");
     let mut runner = runner(seed, b"e2e-gen!");
-    let result = crate::generate::cases::op_input(Op::CoerceToolResult);
+    let result = crate::generate::cases::generated_result();
     let reply = (crate::generate::cases::reply_text(), 1usize..4);
     let tape = proptest::collection::vec(proptest::prelude::any::<u16>(), TAPE_LEN);
     let mut n = 0;
