@@ -833,3 +833,20 @@ fn an_image_kept_with_its_media_type_corrected_breaks_no_rule() {
     assert!(gate_rules(Op::CoerceToolResult, &input, kept(jpeg, "image/jpg")).contains(&Rule::S2));
     assert!(gate_rules(Op::CoerceToolResult, &input, kept(png(), "image/png")).contains(&Rule::S2));
 }
+
+/// U+2800 (Braille pattern blank) is no blank to any consumer S1 names (not White_Space, not a
+/// control, not hidden, no NFKC form), and the reference keeps such a line. A SUT that delivers
+/// whole lines, where the reference splits a line across deliveries, keeps the same lines: no
+/// S1. Keeping a line the reference marked with D1's prefix still is one.
+#[test]
+fn a_braille_blank_line_kept_whole_is_no_kept_directive() {
+    let input =
+        json!({"chunks": ["\u{2800}MEDIA:/z", "\n\u{2800}MEDIA:/zM"], "final": null, "roots": []});
+    let whole =
+        json!({"deliveries": [{"text": "\u{2800}MEDIA:/z\n\u{2800}MEDIA:/zM", "mediaUrls": []}]});
+    let found = gate_rules(Op::NormalizeStream, &input, whole);
+    assert!(found.is_empty(), "{found:?}");
+    let input = json!({"chunks": ["ok\n", "M\u{200B}EDIA:/x"], "final": null, "roots": []});
+    let kept = json!({"deliveries": [{"text": "ok\nM\u{200B}EDIA:/x", "mediaUrls": []}]});
+    assert!(gate_rules(Op::NormalizeStream, &input, kept).contains(&Rule::S1));
+}
