@@ -68,16 +68,17 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
                     ),
                 ));
             }
-            let input_blocks: Vec<&Value> = match result.get("content") {
-                Some(Value::Array(items)) => items.iter().collect(),
+            let (input_blocks, lone): (Vec<&Value>, bool) = match result.get("content") {
+                Some(Value::Array(items)) => (items.iter().collect(), false),
                 None | Some(Value::Null) => {
                     structured_content(result.get("structuredContent"), blocks, &mut out);
-                    Vec::new()
+                    (Vec::new(), false)
                 }
-                // A lone block where an array belongs is still that block.
-                Some(single) => vec![single],
+                // A lone block where an array belongs is still that block (or, to a SUT that
+                // reads it as a malformed content, JSON to render whole).
+                Some(single) => (vec![single], true),
             };
-            blocks_match(&input_blocks, blocks, &texts, &images, &mut out);
+            blocks_match(&input_blocks, lone, blocks, &texts, &images, &mut out);
             payload_free(&input_blocks, &texts, &mut out);
         }
     }
