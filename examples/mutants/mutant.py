@@ -1105,6 +1105,18 @@ def _unbounded(block, ob):
     return [text_block(full)] if full.startswith(ob["text"][:-len(TRUNCATED)]) else None
 
 
+def _blob_text_dropped(block, ob):
+    res = block.get("resource")
+    if not (block.get("type") == "resource" and isinstance(res, dict)
+            and isinstance(res.get("blob"), str) and ob.get("type") == "text"):
+        return None
+    # The placeholder the reference writes for the same resource without bytes to decode.
+    bare = ref("coerce_tool_result", {"content": [dict(block, resource=dict(res, blob=""))]})
+    text = bare["content"][0].get("text") if bare and bare["content"] else None
+    return [text_block(text)] if isinstance(text, str) and text != ob["text"] else None
+
+
+c5_blob_text_dropped = block_hook(_blob_text_dropped)
 f4_blob_in_text = block_hook(_blob_text)
 f4_drop_link_uri = block_hook(_link_label_only)
 f4_unbounded_unknown = block_hook(_unbounded)
@@ -1456,6 +1468,7 @@ VARIANTS = {
     "c2_drop_invalid_image": Variant("C2", "an invalid image is dropped instead of becoming a placeholder text", c2_drop_invalid_image, COERCE),
     "c3_drop_audio": Variant("C3", "audio blocks are dropped", c3_drop_audio, COERCE),
     "c4_name_over_title": Variant("C4", "resource_link label prefers name over title", c4_name_over_title, COERCE),
+    "c5_blob_text_dropped": Variant("C5", "a text file sent as a blob of a textual media type becomes `[resource <mime>] <uri>` alone, its decoded text is lost", c5_blob_text_dropped, COERCE),
     "c5_resource_text_ignored": Variant("C5", "an embedded text resource becomes `[resource <mime>] <uri>`, its text is lost", c5_resource_text_ignored, COERCE),
     "c6_drop_unknown": Variant("C6", "blocks of unknown type are dropped", c6_drop_unknown, COERCE),
     "c7_ignore_structured": Variant("C7", "structuredContent is ignored when content is missing or empty", c7_ignore_structured, COERCE),

@@ -1,6 +1,9 @@
 //! What each input block of a tool result must become, and the pairwise check of an output
 //! block against it (F1–F5, C1–C6).
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::Value;
 
 use super::super::{Violation, gate, keeps, text_survives};
@@ -43,6 +46,8 @@ enum Expect<'v> {
     ResourceBlob {
         uri: &'v str,
         mime: Option<&'v str>,
+        /// The blob's text when its media type is textual and its bytes are UTF-8 (C5).
+        text: Option<String>,
     },
     /// Unknown type or malformed block (C6): bounded JSON text.
     Unknown(Option<&'v str>),
@@ -65,6 +70,25 @@ pub(super) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
 /// accepts that too.
 fn is_blank(text: &str) -> bool {
     text.chars().all(|c| c.is_whitespace() || c.is_control())
+}
+
+/// A media type whose content is text (C5): `text/*`, JSON, XML, YAML, CSV and the `+json`
+/// and `+xml` structured suffixes, parameters and ASCII case aside.
+static TEXTUAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(text/[^;]*|[^/;]*/((x-)?yaml|json|xml|csv|[^;]*\+(json|xml)))\s*(;|$)")
+        .expect("valid regex")
+});
+
+/// A resource blob's text, when C5 asks for it: a textual media type and canonical base64
+/// (read by the mock providers' strict decoder) of UTF-8 bytes that are not blank.
+pub(super) fn blob_text(resource: &Value) -> Option<String> {
+    let mime = str_field(resource, "mimeType")?.to_ascii_lowercase();
+    if !TEXTUAL.is_match(&mime) {
+        return None;
+    }
+    let blob = str_field(resource, "blob")?;
+    let bytes = mock_providers::b64::decode(mock_providers::b64::Flavor::Strict, blob)?;
+    String::from_utf8(bytes).ok().filter(|t| !is_blank(t))
 }
 
 fn expect(block: &Value) -> Expect<'_> {
@@ -113,6 +137,7 @@ fn expect(block: &Value) -> Expect<'_> {
                     let blob = Expect::ResourceBlob {
                         uri,
                         mime: str_field(r, "mimeType").filter(|s| !s.is_empty()),
+                        text: blob_text(r),
                     };
                     match str_field(r, "text") {
                         Some(text) if !is_blank(text) => Expect::ResourceText(text),
@@ -151,6 +176,17 @@ impl<'v> Expect<'v> {
             Expect::Unknown(_) | Expect::MalformedText => true,
             Expect::Either(a, b) => a.may_be_malformed() || b.may_be_malformed(),
             _ => false,
+        }
+    }
+
+    /// The bound of the text this block may become (F4): a placeholder's, plus a textual blob's
+    /// text, which C5 keeps whole.
+    fn placeholder_max(&self) -> usize {
+        match self {
+            Expect::ResourceBlob {
+                text: Some(text), ..
+            } => PLACEHOLDER_MAX + text.len() + PREFIX_ROOM * text.lines().count(),
+            _ => PLACEHOLDER_MAX,
         }
     }
 }
@@ -389,7 +425,7 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
         (Expect::Encoded(input), Some(t)) => {
             (!text_survives(input, t) && !keeps_information(t, input)).then(|| lost_text(input))
         }
-        (_, Some(t)) if !bounded_by(PLACEHOLDER_MAX, t) => Some(gate(
+        (_, Some(t)) if !bounded_by(e.placeholder_max(), t) => Some(gate(
             Rule::F4,
             "placeholder not bounded",
             format!("{} bytes", t.len()),
@@ -419,12 +455,22 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
                 bounded(text, 300).into_owned(),
             )
         }),
-        (Expect::ResourceBlob { uri, mime }, Some(t)) => missing(
+        (Expect::ResourceBlob { uri, mime, text }, Some(t)) => missing(
             t,
             &[Some(uri), mime.map(mime_head)],
             Rule::C5,
             "embedded resource without its URI or media type",
-        ),
+        )
+        .or_else(|| {
+            let text = text.as_deref()?;
+            (!keeps_information(t, text)).then(|| {
+                gate(
+                    Rule::C5,
+                    "textual resource blob's text not kept",
+                    bounded(text, 300).into_owned(),
+                )
+            })
+        }),
     }
 }
 

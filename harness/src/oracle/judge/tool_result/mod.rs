@@ -14,7 +14,7 @@ use crate::excerpt::bounded;
 use crate::oracle::image::s2_problem;
 use crate::oracle::providers::provider_rejections;
 use crate::rule::Rule;
-use blocks::{blocks_match, str_field};
+use blocks::{blob_text, blocks_match, str_field};
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
     let Some(blocks) = output.get("content").and_then(Value::as_array) else {
@@ -220,7 +220,19 @@ fn more_permissive(
         .filter(|b| str_field(b, "type") == Some("image"))
         .filter_map(|b| str_field(b, "data"))
         .collect();
-    if let Some(line) = kept_directive(text_fields(input), &reference_texts, texts) {
+    // A textual blob's text reaches the model too (C5).
+    let blob_texts: Vec<String> = match input.get("content") {
+        Some(Value::Array(items)) => items.iter().collect(),
+        other => other.into_iter().collect::<Vec<_>>(),
+    }
+    .into_iter()
+    .filter_map(|b| b.get("resource"))
+    .filter_map(blob_text)
+    .collect();
+    let fields = text_fields(input)
+        .into_iter()
+        .chain(blob_texts.iter().map(String::as_str));
+    if let Some(line) = kept_directive(fields, &reference_texts, texts) {
         out.push(kept_directive_violation(line));
     }
     // An image the reference refused whose bytes the SUT kept, naming the type they are, is not
