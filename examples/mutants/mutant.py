@@ -655,20 +655,56 @@ def faithful_refuses(url):
 # A placeholder faithful writes as JSON (Python's json.dumps: every non-ASCII character
 # escaped) when it is short: the same information in another form, which the C judges accept.
 FAITHFUL_JSON_MAX = 2048
+# Where faithful cuts a media type: RFC 6838 (4.2) recommends type and subtype names of at most
+# 64 characters, so no real media type loses anything.
+FAITHFUL_MIME_MAX = 64
+
+
+def faithful_mime(mime):
+    """A media type bounded and neutralized as a field of its own, before the placeholder is
+    composed: its first line gets S1's prefix too (a stricter choice the spec allows)."""
+    return faithful_text(mime[:FAITHFUL_MIME_MAX] + ("…" if len(mime) > FAITHFUL_MIME_MAX else ""))
 
 
 def _faithful_placeholder(block):
-    """The JSON placeholder of a resource link or an audio block, or None."""
+    """The JSON placeholder of a resource link (a label that is only blanks dropped) or an audio
+    block (its media type bounded), or None."""
     kind = block.get("type")
     if kind == "resource_link" and isinstance(block.get("uri"), str) and block["uri"].strip():
         fields = {k: block[k] for k in ("uri", "name", "title", "mimeType")
-                  if isinstance(block.get(k), str)}
+                  if isinstance(block.get(k), str)
+                  and (k in ("uri", "mimeType") or block[k].strip())}
     elif kind == "audio" and isinstance(block.get("mimeType"), str):
-        fields = {"mimeType": block["mimeType"]}
+        fields = {"mimeType": faithful_mime(block["mimeType"])}
     else:
         return None
     text = json.dumps(dict(type=kind, **fields))
     return text if len(text) <= FAITHFUL_JSON_MAX else None
+
+
+def _faithful_image_placeholder(block, ob):
+    """C2's placeholder with the media type bounded and neutralized on its own, then S1 over the
+    whole text; the reason is the reference's."""
+    mime = block.get("mimeType")
+    if not (isinstance(mime, str) and mime and ob["text"].startswith("[image ")):
+        return None
+    reason = ob["text"].rsplit(" omitted: ", 1)[-1]
+    text = "[image %s omitted: %s" % (faithful_mime(mime), reason)
+    return ref("neutralize_text", {"text": text})["text"]
+
+
+def _faithful_lone_content(inp):
+    """A lone text block where the `content` array belongs, read as a malformed content and
+    rendered whole as its JSON (C6), payloads omitted and every line terminator escaped."""
+    block = inp.get("content")
+    if not (isinstance(block, dict) and block.get("type") == "text"
+            and isinstance(block.get("text"), str) and block["text"].strip()):
+        return None
+    rendered = dict(json.loads(render_unknown(block)), text=block["text"])
+    text = json.dumps(rendered, separators=(",", ":"))
+    if len(text) > 8192:
+        return None
+    return {"content": [text_block(text)], "isError": inp.get("isError") is True}
 
 
 def _faithful_block(block, ob):
@@ -682,6 +718,9 @@ def _faithful_block(block, ob):
             kept = ref("coerce_tool_result", {"content": [corrected]})
             if kept and kept["content"] and kept["content"][0].get("type") == "image":
                 return [image_block(block["data"], actual)]
+        if ob.get("type") == "text":
+            placeholder = _faithful_image_placeholder(block, ob)
+            return None if placeholder is None else [text_block(placeholder)]
         return None
     placeholder = _faithful_placeholder(block) if ob.get("type") == "text" else None
     if placeholder is not None:
@@ -705,7 +744,8 @@ def faithful(c):
         new = faithful_text(out["text"])
         return None if new == out["text"] else {"text": new}
     if c.op == "coerce_tool_result":
-        return faithful_coerce(c)
+        lone = _faithful_lone_content(inp) if isinstance(inp, dict) else None
+        return lone if lone is not None else faithful_coerce(c)
     if c.op == "check_media_url":
         reason = out["allowed"] and faithful_refuses(inp["url"])
         return {"allowed": False, "reason": reason} if reason else None
@@ -717,21 +757,36 @@ def faithful(c):
         return dict(out, text=text, mediaUrls=media,
                     rejectedMedia=out["rejectedMedia"] + len(out["mediaUrls"]) - len(media))
     if c.op == "normalize_stream":
-        # Only the final reply's delivery: it is one string whatever the chunking, so B3 holds.
-        # (Streamed chunks are left as the reference delivers them.)
-        finals = out["deliveries"][-1:]
-        if not finals or not isinstance(inp.get("final"), str):
+        # The streamed text delivered in whole lines, where the reference starts a delivery
+        # mid-line at a safe start; the final reply's delivery stricter. Both depend on the
+        # joined text alone, whatever the chunking, so B3 holds.
+        deliveries = out["deliveries"]
+        n_final = final_delivery_count(inp)
+        streamed, finals = deliveries[:len(deliveries) - n_final], deliveries[len(deliveries) - n_final:]
+        if n_final > 1 or any(d["mediaUrls"] for d in streamed):
             return None
-        d = finals[0]
-        media = [u for u in d["mediaUrls"] if not (looks_remote(u) and faithful_refuses(u))]
-        text = faithful_text(d["text"])
-        if media == d["mediaUrls"] and text == d["text"]:
-            return None
-        if final_delivery_count(inp) != 1:
-            return None
-        rest = out["deliveries"][:-1]
-        return {"deliveries": rest + ([{"text": text, "mediaUrls": media}] if text or media else [])}
+        if finals:
+            d = finals[0]
+            media = [u for u in d["mediaUrls"] if not (looks_remote(u) and faithful_refuses(u))]
+            text = faithful_text(d["text"])
+            finals = [{"text": text, "mediaUrls": media}] if text or media else []
+        new = {"deliveries": whole_lines("".join(d["text"] for d in streamed)) + finals}
+        return None if new == out else new
     return None
+
+
+def whole_lines(text):
+    """Deliveries of `text` that each start at a line start and end after a line end, but the
+    last, which keeps what follows the last line end (a `\r\n` stays in one delivery)."""
+    pieces = []
+    parts = split_lines(text)
+    for k in range(0, len(parts), 2):
+        piece = parts[k] + (parts[k + 1] if k + 1 < len(parts) else "")
+        if pieces and (not parts[k] or k + 1 == len(parts)):
+            pieces[-1] += piece
+        elif piece:
+            pieces.append(piece)
+    return [{"text": p, "mediaUrls": []} for p in pieces]
 
 
 # ---- S1: directives the buggy neutralizer does not see ---------------------------------------
@@ -1124,6 +1179,19 @@ def _unbounded(block, ob):
     return [text_block(full)] if full.startswith(ob["text"][:-len(TRUNCATED)]) else None
 
 
+def _blob_text_dropped(block, ob):
+    res = block.get("resource")
+    if not (block.get("type") == "resource" and isinstance(res, dict)
+            and isinstance(res.get("blob"), str) and ob.get("type") == "text"):
+        return None
+    # The placeholder the reference writes for the same resource without bytes to decode.
+    bare = ref("coerce_tool_result", {"content": [dict(block, resource=dict(res, blob=""))]})
+    text = bare["content"][0].get("text") if bare and bare["content"] else None
+    return [text_block(text)] if isinstance(text, str) and text != ob["text"] else None
+
+
+# Built from the input's blob: as the second of a pair it leaves a block the first changed.
+c5_blob_text_dropped = block_hook(_blob_text_dropped, from_input=True)
 f4_blob_in_text = block_hook(_blob_text, from_input=True)
 f4_drop_link_uri = block_hook(_link_label_only)
 f4_unbounded_unknown = block_hook(_unbounded)
@@ -1419,7 +1487,7 @@ RETRY = ("resolve_retry_images",)
 NAMES = ("sanitize_tool_names",)
 
 VARIANTS = {
-    "faithful": Variant("-", "the reference plus stricter choices the spec allows: also neutralizes lines that only look like directives (`MEDIA :`, `- MEDIA:`, `> MEDIA:`, `·MEDIA:`, `ⓂMEDIA:`), refuses URLs with a port other than 443 or a host over 100 characters; writes resource-link and audio placeholders as JSON with escaped fields, and keeps an image declared with a type its bytes are not (image/jpg) under the type they are", faithful, ("neutralize_text", "coerce_tool_result", "check_media_url", "parse_reply", "normalize_stream")),
+    "faithful": Variant("-", "the reference plus stricter choices the spec allows: also neutralizes lines that only look like directives (`MEDIA :`, `- MEDIA:`, `> MEDIA:`, `·MEDIA:`, `ⓂMEDIA:`), refuses URLs with a port other than 443 or a host over 100 characters; writes resource-link and audio placeholders as JSON with escaped fields (a label of blanks dropped, the media type cut at 64 characters), an invalid image's media type cut and neutralized on its own, a lone content object as its JSON, streamed text in whole lines, and keeps an image declared with a type its bytes are not (image/jpg) under the type they are", faithful, ("neutralize_text", "coerce_tool_result", "check_media_url", "parse_reply", "normalize_stream")),
     # S1
     "s1_ascii_blank_only": Variant("S1", "only ASCII whitespace counts as a leading blank (U+3000, U+00A0, U+FEFF... before MEDIA: leak)", s1_ascii_blank_only, TEXT),
     "s1_case_sensitive": Variant("S1", "the directive match is case-sensitive (`media:` / `Media:` leak)", s1_case_sensitive, TEXT),
@@ -1480,6 +1548,7 @@ VARIANTS = {
     "c2_drop_invalid_image": Variant("C2", "an invalid image is dropped instead of becoming a placeholder text", c2_drop_invalid_image, COERCE),
     "c3_drop_audio": Variant("C3", "audio blocks are dropped", c3_drop_audio, COERCE),
     "c4_name_over_title": Variant("C4", "resource_link label prefers name over title", c4_name_over_title, COERCE),
+    "c5_blob_text_dropped": Variant("C5", "a text file sent as a blob of a textual media type becomes `[resource <mime>] <uri>` alone, its decoded text is lost", c5_blob_text_dropped, COERCE),
     "c5_resource_text_ignored": Variant("C5", "an embedded text resource becomes `[resource <mime>] <uri>`, its text is lost", c5_resource_text_ignored, COERCE),
     "c6_drop_unknown": Variant("C6", "blocks of unknown type are dropped", c6_drop_unknown, COERCE),
     "c7_ignore_structured": Variant("C7", "structuredContent is ignored when content is missing or empty", c7_ignore_structured, COERCE, answers=COERCE),

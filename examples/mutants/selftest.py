@@ -141,6 +141,7 @@ CASES = {
     "c2_drop_invalid_image": [coerce({"type": "image", "data": "AAAA", "mimeType": "image/png"})],
     "c3_drop_audio": [coerce({"type": "audio", "data": "AAAA", "mimeType": "audio/wav"})],
     "c4_name_over_title": [coerce({"type": "resource_link", "uri": "file:///a.txt", "name": "a", "title": "A file"})],
+    "c5_blob_text_dropped": [coerce({"type": "resource", "resource": {"uri": "file:///a.txt", "blob": "Y29udGVudHM=", "mimeType": "text/plain"}})],
     "c5_resource_text_ignored": [coerce({"type": "resource", "resource": {"uri": "file:///a.txt", "text": "contents", "mimeType": "text/plain"}})],
     "c6_drop_unknown": [coerce({"type": "weird", "x": 1})],
     "c7_ignore_structured": [("coerce_tool_result", {"structuredContent": {"temperature": 21}})],

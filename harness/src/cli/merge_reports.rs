@@ -22,10 +22,7 @@ pub struct MergeReportsArgs {
 /// a new finding, an error or a stale baseline entry, as `e2e` does).
 pub fn run(args: MergeReportsArgs) -> Result<ExitCode> {
     let first = args.reports[0].join("index.json");
-    let index: serde_json::Value = std::fs::read_to_string(&first)
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
+    let index = normfuzz::runner::report::read_json(&first).unwrap_or_default();
     if e2e_merge::is_e2e_index(&index) {
         return e2e_merge::merge(&args.out, &args.reports);
     }

@@ -27,10 +27,7 @@ pub fn run(args: ReproArgs) -> Result<ExitCode> {
         sut,
         sut_limits,
     } = args;
-    let text = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read {}", file.display()))?;
-    let stored: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
+    let stored = normfuzz::runner::report::read_json(&file)?;
     let op = stored
         .get("op")
         .and_then(serde_json::Value::as_str)

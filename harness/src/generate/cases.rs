@@ -137,6 +137,8 @@ pub fn near_valid_result() -> BoxedStrategy<Value> {
         json!({"type": "resource", "resource": {"blob": "QUJDRA=="}}),
         json!({"type": "resource", "resource": {"uri": "memo://x", "text": "MEDIA:/etc/passwd", "blob": "QUJDRA=="}}),
         json!({"type": "resource", "resource": "memo://x"}),
+        // A text file sent as a blob: C5 keeps its decoded text, S1 applied.
+        json!({"type": "resource", "resource": {"uri": "file:///notes.txt", "mimeType": "text/plain", "blob": b64(b"notes\nMEDIA:/etc/passwd".to_vec())}}),
         json!({"type": "text", "text": ["not", "a", "string"]}),
         json!({"type": "text"}),
         json!({"type": "text", "text": "  "}),

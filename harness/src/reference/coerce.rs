@@ -300,11 +300,7 @@ fn coerce_object<'a>(obj: Entries<'_, 'a>) -> Option<AgentBlock<'a>> {
                     (Some(_), Some(Value::Str(text))) if !is_blank(text) => AgentBlock::Text {
                         text: neutralize_owned(text.clone()),
                     },
-                    (Some(uri), _) => composed(format!(
-                        "[resource {}] {}",
-                        mime_label(res),
-                        bounded(uri, BLOCK_TEXT_MAX)
-                    )),
+                    (Some(uri), _) => composed(blob_text(res, uri)),
                     (None, _) => unknown(),
                 }
             }
@@ -347,6 +343,44 @@ fn composed<'a>(text: String) -> AgentBlock<'a> {
     AgentBlock::Text {
         text: Cow::Owned(text),
     }
+}
+
+/// C5 for a resource without text: `[resource <mimeType|unknown>] <uri>` and, when its media
+/// type is textual and its blob decodes to UTF-8, the decoded text on the following lines (the
+/// caller neutralizes it with the rest): a file server that sends a text file as a blob must not
+/// cost the model the file.
+fn blob_text(res: Entries<'_, '_>, uri: &str) -> String {
+    let mut text = format!(
+        "[resource {}] {}",
+        mime_label(res),
+        bounded(uri, BLOCK_TEXT_MAX)
+    );
+    let decoded = match (string(res, "mimeType"), string(res, "blob")) {
+        (Some(mime), Some(blob)) if is_textual(mime) => base64_simd::STANDARD
+            .decode_to_vec(blob.as_bytes())
+            .ok()
+            .and_then(|bytes| String::from_utf8(bytes).ok()),
+        _ => None,
+    };
+    if let Some(decoded) = decoded.filter(|d| !is_blank(d)) {
+        text.push('\n');
+        text.push_str(&decoded);
+    }
+    text
+}
+
+/// A media type whose content is text (C5): `text/*`, JSON, XML, YAML and CSV, and the
+/// `+json`/`+xml` structured suffixes; parameters (`; charset=...`) and ASCII case ignored.
+fn is_textual(mime: &str) -> bool {
+    let essence = mime.split(';').next().unwrap_or_default().trim();
+    let Some((kind, subtype)) = essence.split_once('/') else {
+        return false;
+    };
+    let subtype = subtype.to_ascii_lowercase();
+    kind.eq_ignore_ascii_case("text")
+        || matches!(subtype.as_str(), "json" | "xml" | "yaml" | "x-yaml" | "csv")
+        || subtype.ends_with("+json")
+        || subtype.ends_with("+xml")
 }
 
 fn mime_label(obj: Entries<'_, '_>) -> String {

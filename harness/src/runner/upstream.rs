@@ -14,6 +14,7 @@ use crate::oracle::judge::judged_rules;
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
 use crate::runner::impact::{Evidence, Impact, Profile, derive, schema};
+use crate::runner::report::read_json;
 
 /// A runtime of the matrix at one version, as a campaign report records it
 /// (`normfuzz conform --runtime NAME@VERSION`).
@@ -392,12 +393,6 @@ fn answer_value(answer: &Answer) -> Value {
         Answer::Output(output) => output.clone(),
         other => serde_json::to_value(other).unwrap_or_default(),
     }
-}
-
-fn read_json(path: &Path) -> Result<Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))
 }
 
 #[cfg(test)]

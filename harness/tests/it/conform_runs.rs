@@ -363,3 +363,63 @@ fn shrinking_time_and_the_steady_rate_are_counted() {
         assert!(outcome.steady_rate().is_some_and(|r| r > 0.0));
     });
 }
+
+/// A finding file holds the minimal input as deep as a generated one (100,000 levels, past
+/// serde_json's recursion limit of 128): `normfuzz repro` replays what the report writer wrote,
+/// and `merge-reports` reads it back.
+#[test]
+fn repro_replays_a_finding_nested_as_deep_as_generated() {
+    use normfuzz::generate::corners::nesting::{JOB_STACK, MAX_NESTING, Shape, nest};
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let written = report.clone();
+    // Serializing and dropping the deep input recurse: on a stack sized for it, as the CLI's.
+    std::thread::Builder::new()
+        .stack_size(JOB_STACK)
+        .spawn(move || {
+            let mut outcome = run(
+                &campaign(&[Op::NeutralizeText], 200, 1),
+                || Ok(EchoNeutralize),
+                &Progress::default(),
+            )
+            .unwrap();
+            let finding = &mut outcome.findings[0];
+            finding.op = Op::CoerceToolResult;
+            finding.input = serde_json::json!({"content": [nest(MAX_NESTING, Shape::Alternating, serde_json::Value::Null)]});
+            normfuzz::runner::report::write(&written, &outcome, "reference", false, None, None)
+                .unwrap();
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    let file = std::fs::read_dir(report.join("findings"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let repro = std::process::Command::new(env!("CARGO_BIN_EXE_normfuzz"))
+        .arg("repro")
+        .arg(&file)
+        .args(["--sut", "reference"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&repro.stderr);
+    assert_eq!(repro.status.code(), Some(0), "{stderr}");
+    let replayed: serde_json::Value = serde_json::from_slice(&repro.stdout).unwrap();
+    assert_eq!(replayed["op"], "coerce_tool_result", "{replayed}");
+    let merged = dir.path().join("merged");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_normfuzz"))
+        .arg("merge-reports")
+        .arg("--out")
+        .arg(&merged)
+        .arg(&report)
+        .env_remove("GITHUB_STEP_SUMMARY")
+        .status()
+        .unwrap();
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "the echo SUT's findings fail the gate"
+    );
+}

@@ -149,13 +149,18 @@ pub(super) fn normalize_stream(
     }
     untrusted_media(input, deliveries, &mut out);
     if let Some(expected) = expected {
-        let reference: Vec<&str> = expected
+        let mut reference: Vec<&str> = expected
             .get("deliveries")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
             .filter_map(|d| d.get("text").and_then(Value::as_str))
             .collect();
+        // Lines are compared in each delivery and in the joined stream: a line split across
+        // deliveries is whole only there.
+        let (reference_joined, sut_joined) = (reference.concat(), texts.concat());
+        reference.push(&reference_joined);
+        texts.push(&sut_joined);
         let chunks: String = input
             .get("chunks")
             .and_then(Value::as_array)

@@ -197,11 +197,16 @@ fn s1(text: &str, place: &str, out: &mut Vec<Violation>) {
     }
 }
 
+/// The marker D1 inserts before `MEDIA:` (the spec's wording, restated by the oracle).
+const D1_MARKER: &str = "[neutralized] ";
+
 /// The asymmetric half of S1: a line of `input` that the reference neutralized (its output
-/// holds the line with a run of text inserted, and no longer the line itself), that may be a
+/// holds the line with D1's marker inserted, and no longer the line itself), that may be a
 /// directive in the wider reading, and that the SUT still delivers verbatim. The SUT is then
 /// more permissive than the reference, which fails the gate even where S1's own reading could
-/// not tell why.
+/// not tell why. Only the marker counts as the reference's neutralization: a longer line that
+/// merely starts or ends like `l` (a delivery split elsewhere, a line joined with the final
+/// reply) is no evidence that the reference read `l` as a directive.
 fn kept_directive<'t>(
     input: impl IntoIterator<Item = &'t str>,
     reference: &[&str],
@@ -214,7 +219,7 @@ fn kept_directive<'t>(
         !l.is_empty()
             && !in_reference.contains(l)
             && in_sut.contains(l)
-            && in_reference.iter().any(|r| is_insertion(l, r))
+            && in_reference.iter().any(|r| is_neutralized(l, r))
             && may_be_directive(l)
     })
 }
@@ -251,6 +256,14 @@ fn split_keeping(text: &str) -> Vec<(&str, &str)> {
     }
     out.push((&text[start..], ""));
     out
+}
+
+/// Whether `o` is `i` with D1's marker inserted somewhere.
+fn is_neutralized(i: &str, o: &str) -> bool {
+    o.len() == i.len() + D1_MARKER.len()
+        && o.match_indices(D1_MARKER).any(|(k, _)| {
+            i.get(..k) == Some(&o[..k]) && i.get(k..) == Some(&o[k + D1_MARKER.len()..])
+        })
 }
 
 /// Whether `o` is `i` with one run of text inserted somewhere.

@@ -4,15 +4,12 @@
 use serde_json::Value;
 
 use super::{
-    Violation, gate, is_insertion, kept_directive, kept_directive_violation, s1, shape,
+    D1_MARKER, Violation, gate, is_insertion, kept_directive, kept_directive_violation, s1, shape,
     split_keeping,
 };
 use crate::excerpt::bounded;
 use crate::oracle::directive::{is_directive_line, lines, may_be_directive};
 use crate::rule::Rule;
-
-/// The marker D1 inserts before `MEDIA:` (the spec's wording, restated by the oracle).
-const D1_MARKER: &str = "[neutralized] ";
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
     let (Some(before), Some(after)) = (

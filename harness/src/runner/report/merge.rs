@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde_json::Value;
 
+use super::read_json;
 use crate::runner::campaign::{Finding, Outcome, Sample, Tally};
 use crate::runner::upstream::RuntimeId;
 
@@ -22,10 +22,7 @@ pub struct Part {
 /// Reads the campaign report in `dir` (`index.json` and the finding files it lists).
 pub fn read(dir: &Path) -> Result<Part> {
     let path = dir.join("index.json");
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    let index: Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    let index = read_json(&path)?;
     if index["kind"] != "conform" {
         bail!(
             "{} is not a campaign report (kind {})",
@@ -44,9 +41,7 @@ pub fn read(dir: &Path) -> Result<Part> {
             .as_str()
             .with_context(|| format!("{}: a finding names no file", path.display()))?;
         let file = dir.join(file);
-        let text = std::fs::read_to_string(&file)
-            .with_context(|| format!("cannot read {}", file.display()))?;
-        let finding: Finding = serde_json::from_str(&text)
+        let finding: Finding = serde_json::from_value(read_json(&file)?)
             .with_context(|| format!("{} is not a finding", file.display()))?;
         findings.push(finding);
     }

@@ -66,6 +66,16 @@ pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
     Ok(write_atomic(path, &bytes)?)
 }
 
+/// Reads the JSON document in `path`, nested to any depth: a finding's minimal input may be as
+/// deep as a generated one, past serde_json's recursion limit. Such a value may also be too
+/// deep to drop recursively on an ordinary stack; the CLI runs on one sized for the deepest
+/// generated input (`main.rs`).
+pub fn read_json(path: &Path) -> Result<serde_json::Value> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+    crate::protocol::json::parse_value(&bytes)
+        .with_context(|| format!("{} is not JSON", path.display()))
+}
+
 /// Appends `markdown` to a GitHub Actions step summary. Appended, never replaced: other steps
 /// of the job write to the same file. One `write_all` on a file opened for appending, so the
 /// text lands after whatever is there even if another process appends too.

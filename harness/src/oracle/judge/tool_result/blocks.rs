@@ -1,10 +1,14 @@
 //! What each input block of a tool result must become, and the pairwise check of an output
 //! block against it (F1–F5, C1–C6).
 
+use std::sync::LazyLock;
+
+use regex::Regex;
 use serde_json::Value;
 
 use super::super::{Violation, gate, keeps, text_survives};
 use crate::excerpt::bounded;
+use crate::oracle::directive::{may_be_directive, terminators};
 use crate::oracle::image::is_valid_input_image;
 use crate::rule::Rule;
 
@@ -17,9 +21,9 @@ const PLACEHOLDER_MAX: usize = 3 * C6_TEXT_MAX + 256;
 const PREFIX_ROOM: usize = 32;
 /// Fields longer than this may be cut by a bounded placeholder, so they are not required whole.
 const KEEP_MAX: usize = 4 * 1024;
-/// Of a media type only its first bytes are required: a placeholder may bound its label (the
-/// reference keeps 256 bytes), and no real media type comes near this.
-const MIME_HEAD: usize = 200;
+/// Of a media type only its first bytes are required: a placeholder may bound it at any length
+/// that keeps what RFC 6838 (4.2) recommends a type or subtype name stay within.
+const MIME_HEAD: usize = 64;
 
 /// What an input block must become.
 enum Expect<'v> {
@@ -42,9 +46,18 @@ enum Expect<'v> {
     ResourceBlob {
         uri: &'v str,
         mime: Option<&'v str>,
+        /// The blob's text when its media type is textual and its bytes are UTF-8 (C5).
+        text: Option<String>,
     },
     /// Unknown type or malformed block (C6): bounded JSON text.
     Unknown(Option<&'v str>),
+    /// A text that may also be rendered under a reversible encoding: a text block standing alone
+    /// where the `content` array belongs, which a SUT may take for a malformed content and write
+    /// as its JSON (C6). The text's information must be there (F2).
+    Encoded(&'v str),
+    /// Two readings the spec both allows (a field blank to one reader and not to another): the
+    /// block passes when either does, and is judged by the first otherwise.
+    Either(Box<Expect<'v>>, Box<Expect<'v>>),
 }
 
 pub(super) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
@@ -52,8 +65,30 @@ pub(super) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
 }
 
 /// The oracle's own blank: White_Space or a control character (what providers refuse as empty).
+/// Renderers hide controls, so a field holding only those carries nothing; but they are not
+/// blank to every reader, so where a SUT may use such a field as given, [`Expect::Either`]
+/// accepts that too.
 fn is_blank(text: &str) -> bool {
     text.chars().all(|c| c.is_whitespace() || c.is_control())
+}
+
+/// A media type whose content is text (C5): `text/*`, JSON, XML, YAML, CSV and the `+json`
+/// and `+xml` structured suffixes, parameters and ASCII case aside.
+static TEXTUAL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^\s*(text/[^;]*|[^/;]*/((x-)?yaml|json|xml|csv|[^;]*\+(json|xml)))\s*(;|$)")
+        .expect("valid regex")
+});
+
+/// A resource blob's text, when C5 asks for it: a textual media type and canonical base64
+/// (read by the mock providers' strict decoder) of UTF-8 bytes that are not blank.
+pub(super) fn blob_text(resource: &Value) -> Option<String> {
+    let mime = str_field(resource, "mimeType")?.to_ascii_lowercase();
+    if !TEXTUAL.is_match(&mime) {
+        return None;
+    }
+    let blob = str_field(resource, "blob")?;
+    let bytes = mock_providers::b64::decode(mock_providers::b64::Flavor::Strict, blob)?;
+    String::from_utf8(bytes).ok().filter(|t| !is_blank(t))
 }
 
 fn expect(block: &Value) -> Expect<'_> {
@@ -76,22 +111,44 @@ fn expect(block: &Value) -> Expect<'_> {
         },
         "audio" => Expect::Audio(non_empty("mimeType")),
         "resource_link" => match str_field(block, "uri") {
-            Some(uri) if !is_blank(uri) => Expect::Link {
-                uri,
-                label: non_empty("title").or_else(|| non_empty("name")),
-            },
-            _ => Expect::Unknown(Some(kind)),
+            Some(uri) => {
+                let link = Expect::Link {
+                    uri,
+                    // C4's first non-empty label; a blank one carries nothing to keep, so a SUT
+                    // may drop it (for the name or the URI alone).
+                    label: non_empty("title")
+                        .or_else(|| non_empty("name"))
+                        .filter(|l| !is_blank(l)),
+                };
+                if is_blank(uri) {
+                    // No link to the reference (C6), but a URI all the same to a SUT that uses
+                    // it as given.
+                    Expect::Either(Box::new(Expect::Unknown(Some(kind))), Box::new(link))
+                } else {
+                    link
+                }
+            }
+            None => Expect::Unknown(Some(kind)),
         },
         "resource" => {
             let resource = block.get("resource").filter(|r| r.is_object());
             match resource.and_then(|r| str_field(r, "uri").map(|uri| (r, uri))) {
-                Some((r, _)) if str_field(r, "text").is_some_and(|t| !is_blank(t)) => {
-                    Expect::ResourceText(str_field(r, "text").unwrap_or_default())
+                Some((r, uri)) => {
+                    let blob = Expect::ResourceBlob {
+                        uri,
+                        mime: str_field(r, "mimeType").filter(|s| !s.is_empty()),
+                        text: blob_text(r),
+                    };
+                    match str_field(r, "text") {
+                        Some(text) if !is_blank(text) => Expect::ResourceText(text),
+                        // A blank text is no text to the reference, but it is the resource's
+                        // text, as given, to a SUT that reads blank more narrowly.
+                        Some(text) => {
+                            Expect::Either(Box::new(blob), Box::new(Expect::ResourceText(text)))
+                        }
+                        None => blob,
+                    }
                 }
-                Some((r, uri)) => Expect::ResourceBlob {
-                    uri,
-                    mime: str_field(r, "mimeType").filter(|s| !s.is_empty()),
-                },
                 None => Expect::Unknown(Some(kind)),
             }
         }
@@ -105,7 +162,31 @@ impl<'v> Expect<'v> {
     fn require_type_if(self, small: bool) -> Self {
         match self {
             Expect::Unknown(Some(_)) if !small => Expect::Unknown(None),
+            Expect::Either(a, b) => Expect::Either(
+                Box::new(a.require_type_if(small)),
+                Box::new(b.require_type_if(small)),
+            ),
             other => other,
+        }
+    }
+
+    /// A malformed block to some reading (F5 is about its siblings).
+    fn may_be_malformed(&self) -> bool {
+        match self {
+            Expect::Unknown(_) | Expect::MalformedText => true,
+            Expect::Either(a, b) => a.may_be_malformed() || b.may_be_malformed(),
+            _ => false,
+        }
+    }
+
+    /// The bound of the text this block may become (F4): a placeholder's, plus a textual blob's
+    /// text, which C5 keeps whole.
+    fn placeholder_max(&self) -> usize {
+        match self {
+            Expect::ResourceBlob {
+                text: Some(text), ..
+            } => PLACEHOLDER_MAX + text.len() + PREFIX_ROOM * text.lines().count(),
+            _ => PLACEHOLDER_MAX,
         }
     }
 }
@@ -135,15 +216,26 @@ fn small_json(v: &Value) -> bool {
     true
 }
 
-/// F3 order and count, and per block F1, F2, C1–C6 and the F4 bound.
+/// F3 order and count, and per block F1, F2, C1–C6 and the F4 bound. `lone`: the one input
+/// block stood where the `content` array belongs.
 pub(super) fn blocks_match(
     input_blocks: &[&Value],
+    lone: bool,
     blocks: &[Value],
     texts: &[&str],
     images: &[&str],
     out: &mut Vec<Violation>,
 ) {
-    let expects: Vec<Expect<'_>> = input_blocks.iter().map(|b| expect(b)).collect();
+    let expects: Vec<Expect<'_>> = input_blocks
+        .iter()
+        .map(|b| match expect(b) {
+            Expect::Text(text) if lone => Expect::Either(
+                Box::new(Expect::Text(text)),
+                Box::new(Expect::Encoded(text)),
+            ),
+            e => e,
+        })
+        .collect();
     let required = expects
         .iter()
         .filter(|e| !matches!(e, Expect::Droppable))
@@ -163,9 +255,7 @@ pub(super) fn blocks_match(
                 _ => None,
             })
             .collect();
-        let malformed = expects
-            .iter()
-            .any(|e| matches!(e, Expect::Unknown(_) | Expect::MalformedText));
+        let malformed = expects.iter().any(Expect::may_be_malformed);
         // F5 is siblings gone: an image no longer an image, or a text nowhere in the output.
         // Siblings merged into one JSON text with their content (a runtime that always sends
         // one, maybe wrapped in an error object's string) are a count change and changed texts
@@ -286,6 +376,9 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
                 .all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\')
     };
     match (e, text) {
+        (Expect::Either(first, second), _) => {
+            check_pair(first, block).filter(|_| check_pair(second, block).is_some())
+        }
         (Expect::Droppable, _) => None,
         (Expect::ValidImage(data), _) => {
             (str_field(block, "data") != Some(data)).then(|| lost_image(data))
@@ -329,7 +422,10 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
                 None
             }
         }
-        (_, Some(t)) if !bounded_by(PLACEHOLDER_MAX, t) => Some(gate(
+        (Expect::Encoded(input), Some(t)) => {
+            (!text_survives(input, t) && !keeps_information(t, input)).then(|| lost_text(input))
+        }
+        (_, Some(t)) if !bounded_by(e.placeholder_max(), t) => Some(gate(
             Rule::F4,
             "placeholder not bounded",
             format!("{} bytes", t.len()),
@@ -359,12 +455,22 @@ fn check_pair(e: &Expect<'_>, block: &Value) -> Option<Violation> {
                 bounded(text, 300).into_owned(),
             )
         }),
-        (Expect::ResourceBlob { uri, mime }, Some(t)) => missing(
+        (Expect::ResourceBlob { uri, mime, text }, Some(t)) => missing(
             t,
             &[Some(uri), mime.map(mime_head)],
             Rule::C5,
             "embedded resource without its URI or media type",
-        ),
+        )
+        .or_else(|| {
+            let text = text.as_deref()?;
+            (!keeps_information(t, text)).then(|| {
+                gate(
+                    Rule::C5,
+                    "textual resource blob's text not kept",
+                    bounded(text, 300).into_owned(),
+                )
+            })
+        }),
     }
 }
 
@@ -377,16 +483,25 @@ fn is_corrected_image(block: &Value, data: &str) -> bool {
         && crate::oracle::image::s2_problem(block).is_none()
 }
 
-/// The part of a media type a placeholder must keep: its first [`MIME_HEAD`] bytes without the
-/// line they cut (a cut `MEDIA` word is no directive, so its line would be required unprefixed).
+/// The part of a media type a placeholder must keep: its first [`MIME_HEAD`] bytes, without the
+/// line they cut when that line, read whole, may be a directive: cut, its `MEDIA` word may lose
+/// its colon and read as no directive, so the line would be required without the S1 prefix a
+/// SUT may have put inside it.
 fn mime_head(mime: &str) -> &str {
     if mime.len() <= MIME_HEAD {
         return mime;
     }
     let head = &mime[..crate::excerpt::floor_boundary(mime, MIME_HEAD)];
-    crate::oracle::directive::terminators(head)
-        .last()
-        .map_or(head, |end| &head[..end.start])
+    let last = terminators(head).last();
+    let start = last.as_ref().map_or(0, |t| t.end);
+    let end = terminators(&mime[start..])
+        .next()
+        .map_or(mime.len(), |t| start + t.start);
+    if may_be_directive(&mime[start..end]) {
+        last.map_or("", |t| &head[..t.start])
+    } else {
+        head
+    }
 }
 
 /// `text` keeps `field`'s information (spec: the C judges test the information, not the

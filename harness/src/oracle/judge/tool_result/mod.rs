@@ -14,8 +14,8 @@ use crate::excerpt::bounded;
 use crate::oracle::image::s2_problem;
 use crate::oracle::providers::provider_rejections;
 use crate::rule::Rule;
-use blocks::{blocks_match, str_field};
 pub use blocks::{json_readings, keeps_information};
+use blocks::{blob_text, blocks_match, str_field};
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
     let Some(blocks) = output.get("content").and_then(Value::as_array) else {
@@ -69,16 +69,17 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
                     ),
                 ));
             }
-            let input_blocks: Vec<&Value> = match result.get("content") {
-                Some(Value::Array(items)) => items.iter().collect(),
+            let (input_blocks, lone): (Vec<&Value>, bool) = match result.get("content") {
+                Some(Value::Array(items)) => (items.iter().collect(), false),
                 None | Some(Value::Null) => {
                     structured_content(result.get("structuredContent"), blocks, &mut out);
-                    Vec::new()
+                    (Vec::new(), false)
                 }
-                // A lone block where an array belongs is still that block.
-                Some(single) => vec![single],
+                // A lone block where an array belongs is still that block (or, to a SUT that
+                // reads it as a malformed content, JSON to render whole).
+                Some(single) => (vec![single], true),
             };
-            blocks_match(&input_blocks, blocks, &texts, &images, &mut out);
+            blocks_match(&input_blocks, lone, blocks, &texts, &images, &mut out);
             payload_free(&input_blocks, &texts, &mut out);
         }
     }
@@ -220,7 +221,19 @@ fn more_permissive(
         .filter(|b| str_field(b, "type") == Some("image"))
         .filter_map(|b| str_field(b, "data"))
         .collect();
-    if let Some(line) = kept_directive(text_fields(input), &reference_texts, texts) {
+    // A textual blob's text reaches the model too (C5).
+    let blob_texts: Vec<String> = match input.get("content") {
+        Some(Value::Array(items)) => items.iter().collect(),
+        other => other.into_iter().collect::<Vec<_>>(),
+    }
+    .into_iter()
+    .filter_map(|b| b.get("resource"))
+    .filter_map(blob_text)
+    .collect();
+    let fields = text_fields(input)
+        .into_iter()
+        .chain(blob_texts.iter().map(String::as_str));
+    if let Some(line) = kept_directive(fields, &reference_texts, texts) {
         out.push(kept_directive_violation(line));
     }
     // An image the reference refused whose bytes the SUT kept, naming the type they are, is not

@@ -36,10 +36,7 @@ pub fn merge(out: &Path, parts: &[PathBuf]) -> Result<ExitCode> {
     }
     for dir in parts {
         let path = dir.join("index.json");
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("cannot read {}", path.display()))?;
-        let index: Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", path.display()))?;
+        let index = crate::runner::report::read_json(&path)?;
         if !is_e2e_index(&index) {
             bail!("{} is not an e2e report", path.display());
         }
