@@ -148,6 +148,25 @@ impl Signature {
     }
 }
 
+/// Feature sets a finding's cases showed, at most: past it, a case's set is left out.
+pub const MAX_TRIGGERS: usize = 16;
+
+/// Adds `set` to `sets`, the minimal ones (under inclusion) of a finding's cases' feature sets:
+/// a baseline entry per set then covers every case the finding had, each with the fewest
+/// features that case needed. Returns whether `sets` changed.
+pub fn add_trigger(sets: &mut Vec<Vec<String>>, set: &[String]) -> bool {
+    let within = |small: &[String], big: &[String]| small.iter().all(|f| big.contains(f));
+    if sets.iter().any(|s| within(s, set)) {
+        return false;
+    }
+    sets.retain(|s| !within(set, s));
+    if sets.len() < MAX_TRIGGERS {
+        sets.push(set.to_vec());
+        sets.sort();
+    }
+    true
+}
+
 /// What the SUT did, read from its answer against the input.
 pub fn action(op: Op, input: &Value, answer: &Answer, violation: &Violation) -> Action {
     let output = match answer {
@@ -846,6 +865,19 @@ mod tests {
         wider.features.push("_meta".into());
         wider.features.sort();
         assert!(dropped.covers(&wider) && !wider.covers(&dropped));
+    }
+
+    /// The sets kept are the minimal ones: a case's set with one of them inside adds nothing,
+    /// and one inside several replaces them.
+    #[test]
+    fn triggers_keep_the_minimal_feature_sets() {
+        let set = |s: &[&str]| s.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+        let mut sets = Vec::new();
+        assert!(add_trigger(&mut sets, &set(&["a", "b"])));
+        assert!(add_trigger(&mut sets, &set(&["c"])));
+        assert!(!add_trigger(&mut sets, &set(&["a", "b", "d"])));
+        assert!(add_trigger(&mut sets, &set(&["b"])));
+        assert_eq!(sets, [set(&["b"]), set(&["c"])]);
     }
 
     #[test]

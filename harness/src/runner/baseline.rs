@@ -157,6 +157,17 @@ impl Baseline {
         self.position(op, rule, signature).map(|i| &self.known[i])
     }
 
+    /// The entry that knows `f`: every feature set its cases showed is covered (the first set's
+    /// entry names it). One case no entry covers makes the finding new.
+    pub fn entry_of(&self, f: &Finding) -> Option<&Known> {
+        let cases = case_signatures(f);
+        cases
+            .iter()
+            .all(|s| self.position(f.op, f.rule, s).is_some())
+            .then(|| self.entry(f.op, f.rule, &cases[0]))
+            .flatten()
+    }
+
     /// Judges `findings` of a campaign that judged `ops`: each gate finding is known or new (a
     /// divergence is neither). A known one takes its entry's cause, and its class unless the
     /// evidence says bug and the entry cites no documented behaviour; a new one keeps its derived
@@ -165,7 +176,7 @@ impl Baseline {
         let mut disagreements = Vec::new();
         let mut rule_wide = 0;
         for f in findings.iter_mut().filter(|f| f.gate) {
-            let Some(known) = self.entry(f.op, f.rule, &f.signature) else {
+            let Some(known) = self.entry_of(f) else {
                 f.baseline = Some(Standing::New);
                 f.cause = Some(drafted_cause(&f.signature));
                 continue;
@@ -209,7 +220,7 @@ impl Baseline {
             .filter(|k| {
                 !findings
                     .iter()
-                    .any(|f| k.covers(f.op, f.rule, &f.signature))
+                    .any(|f| case_signatures(f).iter().any(|s| k.covers(f.op, f.rule, s)))
             })
             .cloned()
             .collect();
@@ -232,6 +243,21 @@ impl Known {
             && self.rule == rule
             && self.signature.as_ref().is_none_or(|s| s.covers(signature))
     }
+}
+
+/// The signatures of a finding's cases: its kind and action with each of its trigger sets (its
+/// own features for a finding without any, as in reports from before triggers).
+fn case_signatures(f: &Finding) -> Vec<Signature> {
+    let sets = match f.triggers.is_empty() {
+        true => vec![f.signature.features.clone()],
+        false => f.triggers.clone(),
+    };
+    sets.into_iter()
+        .map(|features| Signature {
+            features,
+            ..f.signature.clone()
+        })
+        .collect()
 }
 
 /// A cause id for a finding no entry knows: its kind and what the SUT did.
@@ -260,28 +286,30 @@ pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -
     for known in existing.into_iter().flat_map(|b| &b.known) {
         out += &entry_toml(known);
     }
-    let knows =
-        |f: &Finding| existing.is_some_and(|b| b.position(f.op, f.rule, &f.signature).is_some());
+    let known_by =
+        |op, rule, s: &Signature| existing.is_some_and(|b| b.position(op, rule, s).is_some());
     let class = |f: &Finding| f.impact.as_ref().map_or(Class::Bug, |i| i.class);
-    let mut new: Vec<&Finding> = findings
+    // One entry per feature set a case needed that no entry covers, the fewest features first.
+    let mut wanted: Vec<(&Finding, Signature)> = findings
         .iter()
-        .filter(|f| f.gate && !knows(f) && class(f) != Class::Spec)
+        .filter(|f| f.gate && class(f) != Class::Spec)
+        .flat_map(|f| case_signatures(f).into_iter().map(move |s| (f, s)))
+        .filter(|(f, s)| !known_by(f.op, f.rule, s))
         .collect();
-    // The fewest features first: an entry then covers the same cause shrunk less far.
-    new.sort_by_key(|f| f.signature.features.len());
-    let mut drafted: Vec<&Finding> = Vec::new();
-    for f in new {
-        let covered =
-            |d: &&Finding| (d.op, d.rule) == (f.op, f.rule) && d.signature.covers(&f.signature);
-        if drafted.iter().any(covered) {
+    wanted.sort_by_key(|(_, s)| s.features.len());
+    let mut drafted: Vec<(Op, Rule, Signature)> = Vec::new();
+    for (f, signature) in wanted {
+        if drafted
+            .iter()
+            .any(|(op, rule, d)| (*op, *rule) == (f.op, f.rule) && d.covers(&signature))
+        {
             continue;
         }
-        drafted.push(f);
         let known = Known {
             op: f.op,
             rule: f.rule,
             class: class(f),
-            cause: drafted_cause(&f.signature),
+            cause: drafted_cause(&signature),
             reason: format!(
                 "TODO: read in the SUT's code. Found, e.g.: {} (finding {})",
                 crate::excerpt::bounded(&f.detail, 200),
@@ -289,9 +317,10 @@ pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -
             ),
             evidence: "TODO: the SUT's file and function".into(),
             docs: String::new(),
-            signature: Some(f.signature.clone()),
+            signature: Some(signature.clone()),
         };
         out += &entry_toml(&known);
+        drafted.push((f.op, f.rule, signature));
     }
     out
 }
@@ -429,6 +458,32 @@ mod tests {
         let wide = Baseline::parse(&entry(Rule::F2, "spec", "old", None)).unwrap();
         let judged = wide.judge("b.toml", &mut findings, &ops);
         assert_eq!((judged.known, judged.new, judged.rule_wide), (3, 0, 3));
+    }
+
+    /// A finding is known only when an entry covers each feature set its cases showed.
+    #[test]
+    fn every_case_of_a_known_finding_is_covered() {
+        let folded = sig("kept", Action::Kept, &["word:case-folded"]);
+        let baseline = Baseline::parse(&entry(Rule::S1, "bug", "c", Some(&folded))).unwrap();
+        let ops = BTreeSet::from([Op::CoerceToolResult]);
+        let mut f = finding(Op::CoerceToolResult, Rule::S1, true, folded.clone());
+        f.triggers = vec![vec!["word:case-folded".into()], vec!["lead:control".into()]];
+        let mut findings = [f];
+        let judged = baseline.judge("b.toml", &mut findings, &ops);
+        assert_eq!(
+            (judged.known, judged.new),
+            (0, 1),
+            "a lead:control case is another bug"
+        );
+        // Its draft over the baseline adds the uncovered set only, and then knows the finding.
+        let again = Baseline::parse(&draft(&findings, "sut", Some(&baseline))).unwrap();
+        assert_eq!(again.known.len(), 2);
+        assert_eq!(
+            again.known[1].signature.as_ref().unwrap().features,
+            ["lead:control"]
+        );
+        let judged = again.judge("b.toml", &mut findings, &ops);
+        assert_eq!((judged.known, judged.new), (1, 0));
     }
 
     #[test]

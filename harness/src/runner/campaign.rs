@@ -31,7 +31,7 @@ use super::baseline::{Baseline, Judgement, Standing};
 use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
-use crate::oracle::signature::{Action, Signature};
+use crate::oracle::signature::{Action, Signature, add_trigger};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 use crate::runner::sut::{Sut, Wait};
@@ -123,6 +123,11 @@ pub struct Finding {
     /// features of its (minimal) input (reports from before signatures: the default).
     #[serde(default)]
     pub signature: Signature,
+    /// The fewest features each of its cases needed: the minimal sets (under inclusion) of its
+    /// cases' features and its minimal input's (`signature::add_trigger`). A baseline drafted
+    /// from the run has an entry per set, so it covers every case the run had.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggers: Vec<Vec<String>>,
     /// The cause it is counted under: its baseline entry's, or one drafted from its signature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
@@ -760,7 +765,9 @@ fn job_loop<S: Sut>(
                 .map_err(|_| anyhow::anyhow!("findings lock poisoned"))?;
             let slot = match findings.entry(key.clone()) {
                 Entry::Occupied(mut found) => {
-                    found.get_mut().hits += 1;
+                    let found = found.get_mut();
+                    found.hits += 1;
+                    add_trigger(&mut found.triggers, &signature.features);
                     continue;
                 }
                 Entry::Vacant(slot) => slot,
@@ -785,6 +792,7 @@ fn job_loop<S: Sut>(
             );
             finding.id = finding_id(op, violation.rule, &finding.signature, known_cause);
             finding.source = draws.source(first + case.index as u64);
+            finding.triggers = vec![finding.signature.features.clone()];
             slot.insert(finding);
             drop(findings);
             shared.progress.findings.fetch_add(1, Ordering::Relaxed);
@@ -965,6 +973,7 @@ fn shrink_loop<S: Sut>(
             } => {
                 // The cause is what its minimal input shows.
                 found.signature = Signature::of(op, &input, &sut, &reference, &violation);
+                add_trigger(&mut found.triggers, &found.signature.features);
                 found.detail = violation.detail;
                 found.input = input;
                 found.sut = sut;

@@ -264,6 +264,7 @@ pub(super) fn finding(
         kind: v.kind,
         detail: v.detail,
         signature,
+        triggers: Vec::new(),
         cause: None,
         hits: 1,
         input,

@@ -14,8 +14,8 @@ use crate::excerpt::bounded;
 use crate::oracle::image::s2_problem;
 use crate::oracle::providers::provider_rejections;
 use crate::rule::Rule;
-pub use blocks::{json_readings, keeps_information};
 use blocks::{blob_text, blocks_match, str_field};
+pub use blocks::{json_readings, keeps_information};
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
     let Some(blocks) = output.get("content").and_then(Value::as_array) else {
