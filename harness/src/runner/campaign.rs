@@ -973,7 +973,16 @@ fn shrink_loop<S: Sut>(
             } => {
                 // The cause is what its minimal input shows.
                 found.signature = Signature::of(op, &input, &sut, &reference, &violation);
-                add_trigger(&mut found.triggers, &found.signature.features);
+                // Only where it generalizes a case the run had: shrinking may also move the input
+                // to features no case showed (an entry for those would never be reached).
+                let features = &found.signature.features;
+                if found
+                    .triggers
+                    .iter()
+                    .any(|t| features.iter().all(|f| t.contains(f)))
+                {
+                    add_trigger(&mut found.triggers, &found.signature.features.clone());
+                }
                 found.detail = violation.detail;
                 found.input = input;
                 found.sut = sut;
