@@ -82,10 +82,15 @@ fn s1_in_a_runtime_without_directives_is_never_a_bug() {
 }
 
 /// The runtimes whose unit baseline was re-derived by cause (`conform --write-baseline` on two
-/// seeds, each signature read in the runtime's code). Not yet: langchain-py, astrbot,
-/// openai-agents-js, openai-agents-py (their entries may still be rule-wide, without a
-/// signature).
-const RE_DERIVED: &[&str] = &["openclaw", "pydantic-ai", "langchain-js", "ai-sdk"];
+/// seeds, each signature read in the runtime's code). Not yet: astrbot, openai-agents-js,
+/// openai-agents-py (their entries may still be rule-wide, without a signature).
+const RE_DERIVED: &[&str] = &[
+    "openclaw",
+    "pydantic-ai",
+    "langchain-js",
+    "ai-sdk",
+    "langchain-py",
+];
 
 /// Every entry of a re-derived unit baseline names its signature, reason and evidence, and a
 /// hardening entry the docs that document the behaviour (`Baseline::load` refuses one without
