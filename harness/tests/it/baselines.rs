@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use normfuzz::rule::Rule;
+use normfuzz::runner::baseline::Baseline;
 use normfuzz::runner::impact::{Class, Profile, possible};
 
 fn runtimes() -> Vec<PathBuf> {
@@ -78,4 +79,50 @@ fn s1_in_a_runtime_without_directives_is_never_a_bug() {
             );
         }
     }
+}
+
+/// The runtimes whose unit baseline was re-derived by cause (`conform --write-baseline` on two
+/// seeds, each signature read in the runtime's code). Not yet: astrbot, openai-agents-js,
+/// openai-agents-py (their entries may still be rule-wide, without a signature).
+const RE_DERIVED: &[&str] = &[
+    "openclaw",
+    "pydantic-ai",
+    "langchain-js",
+    "ai-sdk",
+    "langchain-py",
+];
+
+/// Every entry of a re-derived unit baseline names its signature, reason and evidence, and a
+/// hardening entry the docs that document the behaviour (`Baseline::load` refuses one without
+/// class or cause): an entry without a signature would know every finding of its rule, and a
+/// hardening one without docs cannot lower a bug.
+#[test]
+fn re_derived_unit_baselines_know_findings_by_cause() {
+    let mut problems = Vec::new();
+    for name in RE_DERIVED {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("runtimes")
+            .join(name);
+        let runtime: toml::Table =
+            toml::from_str(&std::fs::read_to_string(dir.join("runtime.toml")).unwrap()).unwrap();
+        let file = runtime["baseline"].as_str().unwrap();
+        let baseline = Baseline::load(&dir.join(file)).unwrap_or_else(|e| panic!("{e:#}"));
+        assert!(!baseline.known.is_empty(), "{file}: no entries");
+        for k in &baseline.known {
+            let at = format!("{file} {} {} ({})", k.op, k.rule, k.cause);
+            let missing = [
+                ("signature", k.signature.is_none()),
+                ("evidence", k.evidence.trim().is_empty()),
+                ("reason", k.reason.trim().is_empty()),
+                (
+                    "docs",
+                    k.class == Class::Hardening && k.docs.trim().is_empty(),
+                ),
+            ];
+            for (what, _) in missing.iter().filter(|(_, m)| *m) {
+                problems.push(format!("{at}: no {what}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
