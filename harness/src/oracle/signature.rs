@@ -407,6 +407,13 @@ pub fn features(
 ) -> Vec<String> {
     let mut found = BTreeSet::new();
     match op {
+        // A directive's cause is its disguise, not the blocks around it.
+        Op::CoerceToolResult if matches!(rule, Rule::S1 | Rule::D1) => {}
+        // An image's cause is the image: its media type and bytes.
+        Op::CoerceToolResult if rule == Rule::S2 => {
+            tool_result_features(input, &mut found);
+            found.retain(|f| is_image_feature(f));
+        }
         Op::CoerceToolResult => tool_result_features(input, &mut found),
         Op::CheckMediaUrl => {
             if let Some(url) = str_field(input, "url") {
@@ -431,6 +438,13 @@ pub fn features(
         }
     }
     found.into_iter().collect()
+}
+
+/// The features of a tool result that describe its images (what S2's causes differ by).
+pub fn is_image_feature(feature: &str) -> bool {
+    ["mime:image", "image:", "block:image"]
+        .iter()
+        .any(|p| feature.starts_with(p))
 }
 
 /// Every string of `v` under a `text` key, or `v` itself when it is a string.
