@@ -16,7 +16,9 @@ use serde_json::Value;
 
 use super::directive::{self, may_be_directive};
 use super::image::is_valid_input_image;
-use super::judge::{Violation, json_readings, keeps_information, text_survives};
+use super::judge::{
+    Violation, content_blocks, is_blank, json_readings, keeps_information, str_field, text_survives,
+};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 
@@ -136,7 +138,7 @@ impl Signature {
     pub fn covers(&self, other: &Signature) -> bool {
         self.kind == other.kind
             && self.action == other.action
-            && self.features.iter().all(|f| other.features.contains(f))
+            && within(&self.features, &other.features)
     }
 
     /// `action; feature, feature`, for reports.
@@ -151,11 +153,15 @@ impl Signature {
 /// Feature sets a finding's cases showed, at most: past it, a case's set is left out.
 pub const MAX_TRIGGERS: usize = 16;
 
+/// Whether every feature of `small` is in `big`.
+pub fn within(small: &[String], big: &[String]) -> bool {
+    small.iter().all(|f| big.contains(f))
+}
+
 /// Adds `set` to `sets`, the minimal ones (under inclusion) of a finding's cases' feature sets:
 /// a baseline entry per set then covers every case the finding had, each with the fewest
 /// features that case needed. Returns whether `sets` changed.
 pub fn add_trigger(sets: &mut Vec<Vec<String>>, set: &[String]) -> bool {
-    let within = |small: &[String], big: &[String]| small.iter().all(|f| big.contains(f));
     if sets.iter().any(|s| within(s, set)) {
         return false;
     }
@@ -201,21 +207,9 @@ fn retry_action(input: &Value, output: &Value) -> Action {
     }
 }
 
-/// The blocks of a tool result's `content`: a lone block where an array belongs is that block.
+/// The blocks of a tool result's `content` (a lone block where an array belongs is that block).
 fn content(result: &Value) -> Vec<&Value> {
-    match result.get("content") {
-        Some(Value::Array(items)) => items.iter().collect(),
-        None | Some(Value::Null) => Vec::new(),
-        Some(single) => vec![single],
-    }
-}
-
-fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
-    v.get(key).and_then(Value::as_str)
-}
-
-fn is_blank(text: &str) -> bool {
-    text.chars().all(|c| c.is_whitespace() || c.is_control())
+    content_blocks(result).0
 }
 
 /// What happened to the information of a tool result that a fidelity or coercion rule is about.
@@ -940,13 +934,16 @@ mod tests {
         assert!(no_uri.features.contains(&"block:resource_link".to_string()));
     }
 
+    /// What `read` finds in `text`, sorted.
+    fn found(read: fn(&str, &mut BTreeSet<String>), text: &str) -> Vec<String> {
+        let mut found = BTreeSet::new();
+        read(text, &mut found);
+        found.into_iter().collect()
+    }
+
     #[test]
     fn a_directives_disguise_is_a_feature() {
-        let features = |text: &str| {
-            let mut found = BTreeSet::new();
-            directive_features(text, &mut found);
-            found.into_iter().collect::<Vec<_>>()
-        };
+        let features = |text| found(directive_features, text);
         assert!(
             features("MEDIA:/x").is_empty(),
             "the plain form has no feature"
@@ -972,11 +969,7 @@ mod tests {
 
     #[test]
     fn a_urls_host_form_is_a_feature() {
-        let features = |url: &str| {
-            let mut found = BTreeSet::new();
-            url_features(url, &mut found);
-            found.into_iter().collect::<Vec<_>>()
-        };
+        let features = |url| found(url_features, url);
         assert!(features("https://localhost./a").contains(&"name:trailing-dot".to_string()));
         assert!(features("https://localhost./a").contains(&"name:localhost".to_string()));
         assert!(features("https://0x7f.1/").contains(&"host:ipv4-respelled".to_string()));

@@ -419,31 +419,17 @@ mod tests {
         let ops = BTreeSet::from([Op::CoerceToolResult]);
         let mut with_meta = wrapped.clone();
         with_meta.features.push("_meta".into());
+        let lost = |action, features: &[&str]| {
+            let text = sig("text lost or changed", action, features);
+            finding(Op::CoerceToolResult, Rule::F2, true, text)
+        };
         let mut findings = [
             // Its own cause, on an input with one more feature: known.
             finding(Op::CoerceToolResult, Rule::F2, true, with_meta),
             // The same kind, the text really lost: new.
-            finding(
-                Op::CoerceToolResult,
-                Rule::F2,
-                true,
-                sig(
-                    "text lost or changed",
-                    Action::Dropped,
-                    &["block:text", "isError"],
-                ),
-            ),
+            lost(Action::Dropped, &["block:text", "isError"]),
             // The same kind and action, another trigger: new.
-            finding(
-                Op::CoerceToolResult,
-                Rule::F2,
-                true,
-                sig(
-                    "text lost or changed",
-                    Action::JsonWrapped,
-                    &["block:text", "_meta"],
-                ),
-            ),
+            lost(Action::JsonWrapped, &["block:text", "_meta"]),
         ];
         let judged = baseline.judge("b.toml", &mut findings, &ops);
         assert_eq!((judged.known, judged.new), (1, 2));

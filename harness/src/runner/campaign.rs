@@ -31,7 +31,7 @@ use super::baseline::{Baseline, Judgement, Standing};
 use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
-use crate::oracle::signature::{Action, Signature, add_trigger};
+use crate::oracle::signature::{Action, Signature, add_trigger, within};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 use crate::runner::sut::{Sut, Wait};
@@ -976,12 +976,8 @@ fn shrink_loop<S: Sut>(
                 // Only where it generalizes a case the run had: shrinking may also move the input
                 // to features no case showed (an entry for those would never be reached).
                 let features = &found.signature.features;
-                if found
-                    .triggers
-                    .iter()
-                    .any(|t| features.iter().all(|f| t.contains(f)))
-                {
-                    add_trigger(&mut found.triggers, &found.signature.features.clone());
+                if found.triggers.iter().any(|t| within(features, t)) {
+                    add_trigger(&mut found.triggers, features);
                 }
                 found.detail = violation.detail;
                 found.input = input;

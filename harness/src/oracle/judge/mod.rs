@@ -17,7 +17,9 @@ use crate::oracle::directive::{lines, may_be_directive};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 
-pub use tool_result::{json_readings, keeps_information, payloads};
+pub use tool_result::{
+    content_blocks, is_blank, json_readings, keeps_information, payloads, str_field,
+};
 
 /// One broken rule on one case.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

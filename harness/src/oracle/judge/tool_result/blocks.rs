@@ -60,7 +60,7 @@ enum Expect<'v> {
     Either(Box<Expect<'v>>, Box<Expect<'v>>),
 }
 
-pub(super) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
+pub fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
     v.get(key).and_then(Value::as_str)
 }
 
@@ -68,7 +68,7 @@ pub(super) fn str_field<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
 /// Renderers hide controls, so a field holding only those carries nothing; but they are not
 /// blank to every reader, so where a SUT may use such a field as given, [`Expect::Either`]
 /// accepts that too.
-fn is_blank(text: &str) -> bool {
+pub fn is_blank(text: &str) -> bool {
     text.chars().all(|c| c.is_whitespace() || c.is_control())
 }
 

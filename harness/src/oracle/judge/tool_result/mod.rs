@@ -14,8 +14,8 @@ use crate::excerpt::bounded;
 use crate::oracle::image::s2_problem;
 use crate::oracle::providers::provider_rejections;
 use crate::rule::Rule;
-use blocks::{blob_text, blocks_match, str_field};
-pub use blocks::{json_readings, keeps_information};
+use blocks::{blob_text, blocks_match};
+pub use blocks::{is_blank, json_readings, keeps_information, str_field};
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
     let Some(blocks) = output.get("content").and_then(Value::as_array) else {
@@ -69,16 +69,10 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
                     ),
                 ));
             }
-            let (input_blocks, lone): (Vec<&Value>, bool) = match result.get("content") {
-                Some(Value::Array(items)) => (items.iter().collect(), false),
-                None | Some(Value::Null) => {
-                    structured_content(result.get("structuredContent"), blocks, &mut out);
-                    (Vec::new(), false)
-                }
-                // A lone block where an array belongs is still that block (or, to a SUT that
-                // reads it as a malformed content, JSON to render whole).
-                Some(single) => (vec![single], true),
-            };
+            if matches!(result.get("content"), None | Some(Value::Null)) {
+                structured_content(result.get("structuredContent"), blocks, &mut out);
+            }
+            let (input_blocks, lone) = content_blocks(input);
             blocks_match(&input_blocks, lone, blocks, &texts, &images, &mut out);
             payload_free(&input_blocks, &texts, &mut out);
         }
@@ -90,6 +84,17 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
         out.extend(provider_rejections(&Value::Array(blocks.clone())));
     }
     out
+}
+
+/// The blocks of a tool result's `content`, and whether they are a lone block where an array
+/// belongs (still that block, or, to a SUT that reads it as a malformed content, JSON to render
+/// whole).
+pub fn content_blocks(result: &Value) -> (Vec<&Value>, bool) {
+    match result.get("content") {
+        Some(Value::Array(items)) => (items.iter().collect(), false),
+        None | Some(Value::Null) => (Vec::new(), false),
+        Some(single) => (vec![single], true),
+    }
 }
 
 /// C8: a result that is not an object becomes one text block describing it, not an error.
