@@ -81,6 +81,11 @@ pub struct ConformArgs {
     /// replaced only when --baseline names it too.
     #[arg(long, value_name = "FILE")]
     write_baseline: Option<PathBuf>,
+    /// With --write-baseline, after a normfuzz upgrade changed how signatures are read: a new
+    /// entry takes the cause, class, reason and evidence of the --baseline entry of its rule,
+    /// kind and action that shares most features, its reason marked RE-KEYED for review.
+    #[arg(long, requires_all = ["write_baseline", "baseline"])]
+    rekey: bool,
     /// Stop at the first gate failure (after shrinking it): how `cargo xtask mutants` times a kill.
     #[arg(long)]
     stop_on_gate: bool,
@@ -322,6 +327,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             &outcome.findings,
             &sut_command,
             campaign.baseline.as_ref(),
+            args.rekey,
         );
         normfuzz::fs::write_atomic(path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))?;

@@ -9,6 +9,7 @@
 pub mod directive;
 pub mod image;
 pub mod judge;
+pub mod mcp_schema;
 pub mod path;
 pub mod providers;
 pub mod signature;

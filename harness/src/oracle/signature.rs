@@ -7,9 +7,12 @@
 //!
 //! Features are coarse on purpose: a baseline entry lists the features of its minimal input and
 //! matches every finding whose input has them all, so an incidental detail of one shrunk input
-//! must not become a feature another run's input of the same cause lacks.
+//! must not become a feature another run's input of the same cause lacks. Two rules follow:
+//! a feature names a presence, never an absence (shrinking reaches absences: no media type is
+//! no feature), and a tool result's features are the result's own and those of the blocks the
+//! action was read from (`Concerned`), the other blocks being incidental.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -126,10 +129,11 @@ impl Signature {
         reference: &Answer,
         violation: &Violation,
     ) -> Signature {
+        let (action, concerned) = reading(op, input, answer, violation);
         Signature {
             kind: violation.kind.clone(),
-            action: action(op, input, answer, violation),
-            features: features(op, input, answer, reference, violation.rule),
+            action,
+            features: features(op, input, answer, reference, violation.rule, &concerned),
         }
     }
 
@@ -175,23 +179,37 @@ pub fn add_trigger(sets: &mut Vec<Vec<String>>, set: &[String]) -> bool {
 
 /// What the SUT did, read from its answer against the input.
 pub fn action(op: Op, input: &Value, answer: &Answer, violation: &Violation) -> Action {
+    reading(op, input, answer, violation).0
+}
+
+/// Which blocks of a tool result a finding is about: those whose fate is its action. `All` when
+/// the action is not told block by block (a count or an order changed, a crash).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Concerned {
+    All,
+    Blocks(Vec<usize>),
+}
+
+/// The action, and the blocks it was read from.
+fn reading(op: Op, input: &Value, answer: &Answer, violation: &Violation) -> (Action, Concerned) {
     let output = match answer {
-        Answer::Fault(Fault::Crash { .. }) => return Action::Crashed,
-        Answer::Fault(Fault::Hang { .. }) => return Action::Hung,
-        Answer::Fault(Fault::Protocol { .. }) => return Action::Malformed,
-        Answer::Refused(_) => return Action::ReplacedByError,
+        Answer::Fault(Fault::Crash { .. }) => return (Action::Crashed, Concerned::All),
+        Answer::Fault(Fault::Hang { .. }) => return (Action::Hung, Concerned::All),
+        Answer::Fault(Fault::Protocol { .. }) => return (Action::Malformed, Concerned::All),
+        Answer::Refused(_) => return (Action::ReplacedByError, Concerned::All),
         Answer::Output(output) => output,
     };
-    match violation.rule {
+    let action = match violation.rule {
         Rule::Protocol => Action::Malformed,
         Rule::S1 | Rule::S2 | Rule::S3 | Rule::D1 => Action::Kept,
         r if r.as_str().starts_with('U') => Action::Kept,
         Rule::S4 | Rule::R1 | Rule::R2 | Rule::R3 | Rule::R4 | Rule::R5 | Rule::R6 => {
             retry_action(input, output)
         }
-        _ if op == Op::CoerceToolResult => tool_result_action(input, output, violation),
+        _ if op == Op::CoerceToolResult => return tool_result_action(input, output, violation),
         _ => Action::Other,
-    }
+    };
+    (action, Concerned::All)
 }
 
 /// A retry decision: more images out than the reference keeps is `KeptImages`.
@@ -212,8 +230,9 @@ fn content(result: &Value) -> Vec<&Value> {
     content_blocks(result).0
 }
 
-/// What happened to the information of a tool result that a fidelity or coercion rule is about.
-fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> Action {
+/// What happened to the information of a tool result that a fidelity or coercion rule is about,
+/// and the blocks that had that fate.
+fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> (Action, Concerned) {
     let kind = violation.kind.as_str();
     let out_blocks = content(output);
     let out_texts: Vec<&str> = out_blocks
@@ -228,27 +247,30 @@ fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> A
         .collect();
     let error_out = output.get("isError") == Some(&Value::Bool(true));
     let error_in = input.get("isError") == Some(&Value::Bool(true));
+    let whole = |action| (action, Concerned::All);
     match kind {
+        // The flag is the result's: no block is concerned.
         "isError not preserved" | "isError set for a result without isError" => {
-            return match error_out {
+            let action = match error_out {
                 true => Action::ErrorFlagSet,
                 false => Action::ErrorFlagCleared,
             };
+            return (action, Concerned::Blocks(Vec::new()));
         }
-        "blocks reordered" => return Action::Reordered,
-        "base64 payload copied into text" => return Action::CopiedPayload,
-        k if k.contains("not bounded") => return Action::Unbounded,
+        "blocks reordered" => return whole(Action::Reordered),
+        "base64 payload copied into text" => return whole(Action::CopiedPayload),
+        k if k.contains("not bounded") => return whole(Action::Unbounded),
         "a non-text block did not become text" | "block that is neither text nor image" => {
-            return Action::Retyped;
+            return whole(Action::Retyped);
         }
         _ => {}
     }
     if !input.is_object() {
-        return match (error_out, out_blocks.len()) {
+        return whole(match (error_out, out_blocks.len()) {
             (true, _) => Action::ReplacedByError,
             (_, 0) => Action::Dropped,
             _ => Action::Split,
-        };
+        });
     }
     let in_blocks = content(input);
     let required = in_blocks
@@ -258,32 +280,33 @@ fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> A
         })
         .count();
     let readings = json_readings(&out_texts);
-    // The fate of each piece of information the input carried, most telling first.
-    let mut fates = BTreeSet::new();
-    for block in &in_blocks {
-        match str_field(block, "type") {
+    // The fate of each piece of information the input carried, and the blocks that had it.
+    let mut fates: BTreeMap<Action, Vec<usize>> = BTreeMap::new();
+    for (i, block) in in_blocks.iter().enumerate() {
+        let fate = match str_field(block, "type") {
             Some("text") => {
                 let Some(text) = str_field(block, "text").filter(|t| !is_blank(t)) else {
                     continue;
                 };
-                fates.insert(text_fate(
+                Some(text_fate(
                     text,
                     &out_texts,
                     &readings,
                     out_blocks.len(),
                     required,
-                ));
+                ))
             }
             Some("image") if is_valid_input_image(block) => {
                 let data = str_field(block, "data").unwrap_or_default();
-                fates.insert(image_fate(block, data, &out_images, &out_texts));
+                Some(image_fate(block, data, &out_images, &out_texts))
             }
             Some("resource_link" | "resource" | "audio" | "image") => {
-                if let Some(fate) = placeholder_fate(block, &out_texts) {
-                    fates.insert(fate);
-                }
+                placeholder_fate(block, &out_texts)
             }
-            _ => {}
+            _ => None,
+        };
+        if let Some(fate) = fate.filter(|f| *f != Action::Other) {
+            fates.entry(fate).or_default().push(i);
         }
     }
     if let Some(Value::Object(structured)) = input.get("structuredContent")
@@ -292,28 +315,32 @@ fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> A
             .keys()
             .any(|k| !out_texts.iter().any(|t| t.contains(k.as_str())))
     {
-        fates.insert(Action::Dropped);
+        fates.entry(Action::Dropped).or_default();
     }
-    fates.remove(&Action::Other);
     let lost = fates
-        .iter()
+        .keys()
         .any(|f| !f.keeps_information() && *f != Action::Changed);
     if error_out && !error_in && lost {
-        return Action::ReplacedByError;
+        let dropped = fates
+            .iter()
+            .filter(|(f, _)| !f.keeps_information())
+            .flat_map(|(_, blocks)| blocks.iter().copied())
+            .collect();
+        return (Action::ReplacedByError, Concerned::Blocks(dropped));
     }
     // The worst fate tells: a loss before a change of form.
-    let count_change = match out_blocks.len().cmp(&required) {
-        std::cmp::Ordering::Less => Some(Action::Merged),
-        std::cmp::Ordering::Greater => Some(Action::Split),
-        std::cmp::Ordering::Equal => None,
-    };
-    fates
+    let worst = fates
         .iter()
-        .copied()
-        .find(|f| !f.keeps_information())
-        .or_else(|| fates.iter().copied().next())
-        .or(count_change)
-        .unwrap_or(Action::Other)
+        .find(|(f, _)| !f.keeps_information())
+        .or_else(|| fates.iter().next());
+    if let Some((action, blocks)) = worst {
+        return (*action, Concerned::Blocks(blocks.clone()));
+    }
+    whole(match out_blocks.len().cmp(&required) {
+        std::cmp::Ordering::Less => Action::Merged,
+        std::cmp::Ordering::Greater => Action::Split,
+        std::cmp::Ordering::Equal => Action::Other,
+    })
 }
 
 /// Where a text of the input went.
@@ -398,6 +425,7 @@ pub fn features(
     answer: &Answer,
     reference: &Answer,
     rule: Rule,
+    concerned: &Concerned,
 ) -> Vec<String> {
     let mut found = BTreeSet::new();
     match op {
@@ -405,10 +433,10 @@ pub fn features(
         Op::CoerceToolResult if matches!(rule, Rule::S1 | Rule::D1) => {}
         // An image's cause is the image: its media type and bytes.
         Op::CoerceToolResult if rule == Rule::S2 => {
-            tool_result_features(input, &mut found);
+            tool_result_features(input, &Concerned::All, &mut found);
             found.retain(|f| is_image_feature(f));
         }
-        Op::CoerceToolResult => tool_result_features(input, &mut found),
+        Op::CoerceToolResult => tool_result_features(input, concerned, &mut found),
         Op::CheckMediaUrl => {
             if let Some(url) = str_field(input, "url") {
                 url_features(url, &mut found);
@@ -456,7 +484,9 @@ fn output_texts(v: &Value) -> Vec<&str> {
     found
 }
 
-fn tool_result_features(input: &Value, found: &mut BTreeSet<String>) {
+/// The result's own features (its flags, its `content`'s shape, whether it breaks the MCP schema)
+/// and those of the concerned blocks: the other blocks are incidental to the cause.
+fn tool_result_features(input: &Value, concerned: &Concerned, found: &mut BTreeSet<String>) {
     let Some(result) = input.as_object() else {
         found.insert(format!("result:{}", json_type(input)));
         return;
@@ -484,7 +514,16 @@ fn tool_result_features(input: &Value, found: &mut BTreeSet<String>) {
             found.insert(key.into());
         }
     }
-    for block in content(input) {
+    // A client may refuse a schema-invalid result whole, whichever block breaks it.
+    if !super::mcp_schema::is_valid(input) {
+        found.insert("schema-invalid".into());
+    }
+    for (i, block) in content(input).into_iter().enumerate() {
+        if let Concerned::Blocks(blocks) = concerned
+            && !blocks.contains(&i)
+        {
+            continue;
+        }
         block_features(block, found);
     }
 }
@@ -521,10 +560,8 @@ fn block_features(block: &Value, found: &mut BTreeSet<String>) {
             }
             "image"
         }
-        Some("image") => {
-            mime_feature(str_field(block, "mimeType"), found);
-            "image-invalid"
-        }
+        // An invalid image is invalid whatever type it names.
+        Some("image") => "image-invalid",
         Some("audio") => {
             mime_feature(str_field(block, "mimeType"), found);
             "audio"
@@ -554,7 +591,8 @@ fn block_features(block: &Value, found: &mut BTreeSet<String>) {
 /// A media type's family, the way providers and runtimes branch on it.
 fn mime_feature(mime: Option<&str>, found: &mut BTreeSet<String>) {
     let family = match mime.map(str::to_ascii_lowercase).as_deref() {
-        None | Some("") => "none".to_string(),
+        // No media type is the plain form, which shrinking reaches: no feature.
+        None | Some("") => return,
         Some(m @ ("image/png" | "image/jpeg" | "image/webp" | "image/gif")) => m.to_string(),
         Some(m) if m.starts_with("image/") => "image/other".into(),
         Some(m) if m.starts_with("audio/") => "audio".into(),

@@ -271,7 +271,17 @@ pub fn drafted_cause(signature: &Signature) -> String {
 /// its cause, evidence and reason to be filled in from the SUT's code (a baseline whose reasons
 /// nobody read is a list of ignored bugs). A spec-class finding (the information kept in another
 /// form) fails no run and gets no entry.
-pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -> String {
+///
+/// With `rekey` (normfuzz's features changed since `existing` was written), a new entry takes
+/// the cause, class, reason, evidence and docs of the one existing entry of its op, rule, kind
+/// and action whose features it shares most, and says so in its reason for review; one that
+/// matches none, or several causes equally, is drafted as without.
+pub fn draft(
+    findings: &[Finding],
+    command: &str,
+    existing: Option<&Baseline>,
+    rekey: bool,
+) -> String {
     let mut out = format!(
         "# Known findings of `{command}`, drafted by `normfuzz conform --write-baseline`.\n\
          # One entry per cause: its signature is the finding's kind, what the SUT did (`action`)\n\
@@ -286,8 +296,14 @@ pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -
     for known in existing.into_iter().flat_map(|b| &b.known) {
         out += &entry_toml(known);
     }
-    let known_by =
-        |op, rule, s: &Signature| existing.is_some_and(|b| b.position(op, rule, s).is_some());
+    // Re-keying turns rule-wide entries into signatures: they know nothing until then.
+    let known_by = |op, rule, s: &Signature| {
+        existing.is_some_and(|b| {
+            b.known
+                .iter()
+                .any(|k| k.covers(op, rule, s) && !(rekey && k.signature.is_none()))
+        })
+    };
     let class = |f: &Finding| f.impact.as_ref().map_or(Class::Bug, |i| i.class);
     // One entry per feature set a case needed that no entry covers, the fewest features first.
     let mut wanted: Vec<(&Finding, Signature)> = findings
@@ -305,24 +321,79 @@ pub fn draft(findings: &[Finding], command: &str, existing: Option<&Baseline>) -
         {
             continue;
         }
-        let known = Known {
-            op: f.op,
-            rule: f.rule,
-            class: class(f),
-            cause: drafted_cause(&signature),
-            reason: format!(
-                "TODO: read in the SUT's code. Found, e.g.: {} (finding {})",
-                crate::excerpt::bounded(&f.detail, 200),
-                f.id
-            ),
-            evidence: "TODO: the SUT's file and function".into(),
-            docs: String::new(),
-            signature: Some(signature.clone()),
+        let inherited = rekey
+            .then(|| existing.and_then(|b| nearest(b, f.op, f.rule, &signature)))
+            .flatten();
+        let known = match inherited {
+            Some(old) => Known {
+                reason: format!(
+                    "RE-KEYED from the entry of features [{}] (review): {}",
+                    old.signature
+                        .as_ref()
+                        .map_or(String::new(), |s| s.features.join(", ")),
+                    old.reason
+                ),
+                signature: Some(signature.clone()),
+                ..old.clone()
+            },
+            None => Known {
+                op: f.op,
+                rule: f.rule,
+                class: class(f),
+                cause: drafted_cause(&signature),
+                reason: format!(
+                    "TODO: read in the SUT's code. Found, e.g.: {} (finding {})",
+                    crate::excerpt::bounded(&f.detail, 200),
+                    f.id
+                ),
+                evidence: "TODO: the SUT's file and function".into(),
+                docs: String::new(),
+                signature: Some(signature.clone()),
+            },
         };
         out += &entry_toml(&known);
         drafted.push((f.op, f.rule, signature));
     }
     out
+}
+
+/// The entry of `op`, `rule` and `signature`'s kind and action that shares most features with
+/// it, else the rule-wide entry of `op` and `rule`, when one cause alone qualifies.
+fn nearest<'a>(
+    baseline: &'a Baseline,
+    op: Op,
+    rule: Rule,
+    signature: &Signature,
+) -> Option<&'a Known> {
+    let shared = |k: &Known| {
+        k.signature.as_ref().map_or(0, |s| {
+            s.features
+                .iter()
+                .filter(|f| signature.features.contains(f))
+                .count()
+        })
+    };
+    let of_rule = || {
+        baseline
+            .known
+            .iter()
+            .filter(move |k| k.op == op && k.rule == rule)
+    };
+    let same: Vec<&Known> = of_rule()
+        .filter(|k| {
+            k.signature
+                .as_ref()
+                .is_some_and(|s| s.kind == signature.kind && s.action == signature.action)
+        })
+        .collect();
+    let best: Vec<&Known> = match same.iter().map(|k| shared(k)).max() {
+        Some(most) => same.into_iter().filter(|k| shared(k) == most).collect(),
+        None => of_rule().filter(|k| k.signature.is_none()).collect(),
+    };
+    let first = best.first()?;
+    best.iter()
+        .all(|k| k.cause == first.cause)
+        .then_some(*first)
 }
 
 /// One entry as TOML, its signature a `[known.signature]` table under its `[[known]]`.
@@ -462,7 +533,7 @@ mod tests {
             "a lead:control case is another bug"
         );
         // Its draft over the baseline adds the uncovered set only, and then knows the finding.
-        let again = Baseline::parse(&draft(&findings, "sut", Some(&baseline))).unwrap();
+        let again = Baseline::parse(&draft(&findings, "sut", Some(&baseline), false)).unwrap();
         assert_eq!(again.known.len(), 2);
         assert_eq!(
             again.known[1].signature.as_ref().unwrap().features,
@@ -607,7 +678,12 @@ mod tests {
             class: Class::Spec,
             why: "another form".into(),
         });
-        let text = draft(&[&findings[..], &[spec]].concat(), "python3 shim.py", None);
+        let text = draft(
+            &[&findings[..], &[spec]].concat(),
+            "python3 shim.py",
+            None,
+            false,
+        );
         let baseline = Baseline::parse(&text).unwrap();
         assert_eq!(
             baseline.known.len(),
@@ -634,7 +710,7 @@ mod tests {
                 sig("image without data", Action::Kept, &[]),
             ),
         ];
-        let again = Baseline::parse(&draft(&more, "python3 shim.py", Some(&read))).unwrap();
+        let again = Baseline::parse(&draft(&more, "python3 shim.py", Some(&read), false)).unwrap();
         assert_eq!(again.known.len(), 3);
         assert_eq!(again.known[0], read.known[0]);
         assert_eq!(
@@ -645,5 +721,100 @@ mod tests {
         let judged = baseline.judge("b.toml", &mut findings, &ops);
         assert_eq!((judged.known, judged.new), (3, 0));
         assert!(judged.not_reached.is_empty());
+    }
+
+    /// Re-keyed after a change of features: a finding no entry covers takes the cause and class
+    /// of the entry of its kind and action that shares most features, marked for review; one
+    /// whose action no entry has, or that two causes share equally, is drafted as new.
+    #[test]
+    fn a_rekeyed_draft_inherits_the_nearest_cause_of_the_same_action() {
+        let old = |cause: &str, features: &[&str]| {
+            let s = sig("k", Action::Dropped, features);
+            entry(Rule::F2, "hardening", cause, Some(&s)).replace(
+                "[known.signature]",
+                "docs = \"the page\"\n[known.signature]",
+            )
+        };
+        let baseline = Baseline::parse(
+            &[
+                old("wrapper", &["block:text", "isError", "mime:none"]),
+                old("other", &["block:audio"]),
+            ]
+            .concat(),
+        )
+        .unwrap();
+        let renamed = finding(
+            Op::CoerceToolResult,
+            Rule::F2,
+            true,
+            sig("k", Action::Dropped, &["block:text", "isError"]),
+        );
+        let unrelated = finding(
+            Op::CoerceToolResult,
+            Rule::F2,
+            true,
+            sig("k", Action::Merged, &["block:text"]),
+        );
+        let tied = finding(
+            Op::CoerceToolResult,
+            Rule::F2,
+            true,
+            sig("k", Action::Dropped, &["block:image"]),
+        );
+        let text = draft(&[renamed, unrelated, tied], "sut", Some(&baseline), true);
+        let drafted = Baseline::parse(&text).unwrap();
+        let new = &drafted.known[2..];
+        assert_eq!(new.len(), 3, "{text}");
+        let by = |features: &[&str]| {
+            new.iter()
+                .find(|k| k.signature.as_ref().unwrap().features == features)
+                .unwrap()
+        };
+        let rekeyed = by(&["block:text", "isError"]);
+        assert_eq!(
+            (rekeyed.cause.as_str(), rekeyed.class),
+            ("wrapper", Class::Hardening)
+        );
+        assert!(rekeyed.reason.starts_with("RE-KEYED"), "{}", rekeyed.reason);
+        assert_eq!(rekeyed.docs, "the page");
+        assert!(by(&["block:text"]).reason.starts_with("TODO"));
+        assert!(by(&["block:image"]).reason.starts_with("TODO"));
+        // Without --rekey nothing is inherited.
+        let plain = Baseline::parse(&draft(
+            &[finding(
+                Op::CoerceToolResult,
+                Rule::F2,
+                true,
+                sig("k", Action::Dropped, &["block:text", "isError"]),
+            )],
+            "sut",
+            Some(&baseline),
+            false,
+        ))
+        .unwrap();
+        assert!(plain.known[2].reason.starts_with("TODO"));
+    }
+
+    /// Re-keying turns a rule-wide entry into signatures: the findings it covered are drafted
+    /// with its cause, and it no longer counts as knowing them while the draft is made.
+    #[test]
+    fn a_rekeyed_draft_signs_a_rule_wide_entry() {
+        let wide = Baseline::parse(&entry(Rule::C4, "bug", "drops-links", None)).unwrap();
+        let f = finding(
+            Op::CoerceToolResult,
+            Rule::C4,
+            true,
+            sig("k", Action::DroppedLabel, &["block:resource_link"]),
+        );
+        let drafted = Baseline::parse(&draft(&[f.clone()], "sut", Some(&wide), true)).unwrap();
+        assert_eq!(drafted.known.len(), 2);
+        assert_eq!(drafted.known[1].cause, "drops-links");
+        assert_eq!(drafted.known[1].signature, Some(f.signature.clone()));
+        let kept = Baseline::parse(&draft(&[f], "sut", Some(&wide), false)).unwrap();
+        assert_eq!(
+            kept.known.len(),
+            1,
+            "without --rekey the rule-wide entry knows it"
+        );
     }
 }

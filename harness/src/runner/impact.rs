@@ -13,10 +13,9 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::oracle::mcp_schema;
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
-
-pub mod schema;
 
 /// What a finding means to the runtime that has it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -190,7 +189,7 @@ impl Evidence {
     /// The evidence a campaign's finding carries: its input and the SUT's answer.
     pub fn of_case(op: Op, input: &Value, answer: &Answer) -> Evidence {
         Evidence {
-            schema_invalid: (op == Op::CoerceToolResult).then(|| !schema::is_valid(input)),
+            schema_invalid: (op == Op::CoerceToolResult).then(|| !mcp_schema::is_valid(input)),
             hang: match answer {
                 Answer::Fault(Fault::Hang { .. }) => Some(true),
                 Answer::Fault(Fault::Crash { .. }) => Some(false),

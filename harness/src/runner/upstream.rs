@@ -11,9 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::oracle::judge::judged_rules;
+use crate::oracle::mcp_schema as schema;
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
-use crate::runner::impact::{Evidence, Impact, Profile, derive, schema};
+use crate::runner::impact::{Evidence, Impact, Profile, derive};
 use crate::runner::report::read_json;
 
 /// A runtime of the matrix at one version, as a campaign report records it

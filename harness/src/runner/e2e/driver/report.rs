@@ -14,13 +14,14 @@ use serde_json::{Value, json};
 use super::case::{CaseOutcome, Isolation, read_json};
 use crate::excerpt::bounded;
 use crate::fs::write_atomic;
+use crate::oracle::mcp_schema as schema;
 use crate::rule::Rule;
 use crate::runner::e2e::adapter::Adapter;
 use crate::runner::e2e::baseline::Baseline;
 use crate::runner::e2e::cases::{E2eCase, Scenario};
 use crate::runner::e2e::checks::{E2eFinding, Layer};
 use crate::runner::e2e::one_turn::{self, Via};
-use crate::runner::impact::{Class, Evidence, Profile, derive, schema};
+use crate::runner::impact::{Class, Evidence, Profile, derive};
 use crate::runner::report::{E2eCaseView, E2eFindingView, E2eView};
 
 /// One finding with its baseline status and impact: a known one's class and cause as the

@@ -7,10 +7,10 @@ use std::sync::OnceLock;
 use serde_json::{Value, json};
 
 const SCHEMAS: [&str; 4] = [
-    include_str!("../../../schemas/mcp/2025-03-26/schema.json"),
-    include_str!("../../../schemas/mcp/2025-06-18/schema.json"),
-    include_str!("../../../schemas/mcp/2025-11-25/schema.json"),
-    include_str!("../../../schemas/mcp/2026-07-28/schema.json"),
+    include_str!("../../schemas/mcp/2025-03-26/schema.json"),
+    include_str!("../../schemas/mcp/2025-06-18/schema.json"),
+    include_str!("../../schemas/mcp/2025-11-25/schema.json"),
+    include_str!("../../schemas/mcp/2026-07-28/schema.json"),
 ];
 
 fn validators() -> &'static [jsonschema::Validator] {
