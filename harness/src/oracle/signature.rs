@@ -913,6 +913,38 @@ mod tests {
         assert!(dropped.covers(&wider) && !wider.covers(&dropped));
     }
 
+    /// A block beside the one that was lost is incidental: not a feature; nor is an absent
+    /// media type (the plain form shrinking reaches).
+    #[test]
+    fn features_are_the_concerned_blocks_and_the_results_flags() {
+        let link = json!({"type": "resource_link", "uri": "https://example.com/a", "name": "a"});
+        let lost = sig(
+            json!({"content": [{"type": "text", "text": "hello"}, link], "_meta": {}}),
+            json!({"content": [{"type": "text", "text": "https://example.com/a a"}]}),
+            Rule::F2,
+            "text lost or changed",
+        );
+        assert_eq!(lost.action, Action::Dropped);
+        assert_eq!(lost.features, ["_meta", "block:text"]);
+        let link_lost = sig(
+            json!({"content": [{"type": "text", "text": "hello"}, link]}),
+            json!({"content": [{"type": "text", "text": "hello"}]}),
+            Rule::C4,
+            "resource link without its label or URI",
+        );
+        assert_eq!(link_lost.action, Action::DroppedUri);
+        assert_eq!(link_lost.features, ["block:resource_link"]);
+        // A schema-invalid result says so, whichever block breaks it.
+        let invalid = sig(
+            json!({"content": [{"type": "text", "text": "hello"}, {"type": "image"}]}),
+            json!({"content": [{"type": "text", "text": "Error"}], "isError": true}),
+            Rule::F2,
+            "text lost or changed",
+        );
+        assert_eq!(invalid.action, Action::ReplacedByError);
+        assert_eq!(invalid.features, ["block:text", "schema-invalid"]);
+    }
+
     /// The sets kept are the minimal ones: a case's set with one of them inside adds nothing,
     /// and one inside several replaces them.
     #[test]
