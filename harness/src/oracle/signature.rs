@@ -177,11 +177,6 @@ pub fn add_trigger(sets: &mut Vec<Vec<String>>, set: &[String]) -> bool {
     true
 }
 
-/// What the SUT did, read from its answer against the input.
-pub fn action(op: Op, input: &Value, answer: &Answer, violation: &Violation) -> Action {
-    reading(op, input, answer, violation).0
-}
-
 /// Which blocks of a tool result a finding is about: those whose fate is its action. `All` when
 /// the action is not told block by block (a count or an order changed, a crash).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,7 +185,7 @@ pub enum Concerned {
     Blocks(Vec<usize>),
 }
 
-/// The action, and the blocks it was read from.
+/// What the SUT did, read from its answer against the input, and the blocks it was read from.
 fn reading(op: Op, input: &Value, answer: &Answer, violation: &Violation) -> (Action, Concerned) {
     let output = match answer {
         Answer::Fault(Fault::Crash { .. }) => return (Action::Crashed, Concerned::All),
@@ -248,6 +243,7 @@ fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> (
     let error_out = output.get("isError") == Some(&Value::Bool(true));
     let error_in = input.get("isError") == Some(&Value::Bool(true));
     let whole = |action| (action, Concerned::All);
+    let flags_only = |action| (action, Concerned::Blocks(Vec::new()));
     match kind {
         // The flag is the result's: no block is concerned.
         "isError not preserved" | "isError set for a result without isError" => {
@@ -255,13 +251,20 @@ fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> (
                 true => Action::ErrorFlagSet,
                 false => Action::ErrorFlagCleared,
             };
-            return (action, Concerned::Blocks(Vec::new()));
+            return flags_only(action);
         }
-        "blocks reordered" => return whole(Action::Reordered),
+        // An order is no block's: what tells its cause is the result's flags.
+        "blocks reordered" => return flags_only(Action::Reordered),
         "base64 payload copied into text" => return whole(Action::CopiedPayload),
         k if k.contains("not bounded") => return whole(Action::Unbounded),
         "a non-text block did not become text" | "block that is neither text nor image" => {
-            return whole(Action::Retyped);
+            let others = content(input)
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| !matches!(str_field(b, "type"), Some("text" | "image")))
+                .map(|(i, _)| i)
+                .collect();
+            return (Action::Retyped, Concerned::Blocks(others));
         }
         _ => {}
     }
@@ -336,7 +339,8 @@ fn tool_result_action(input: &Value, output: &Value, violation: &Violation) -> (
     if let Some((action, blocks)) = worst {
         return (*action, Concerned::Blocks(blocks.clone()));
     }
-    whole(match out_blocks.len().cmp(&required) {
+    // A count changed and no block tells how: the result's flags do.
+    flags_only(match out_blocks.len().cmp(&required) {
         std::cmp::Ordering::Less => Action::Merged,
         std::cmp::Ordering::Greater => Action::Split,
         std::cmp::Ordering::Equal => Action::Other,
@@ -446,6 +450,7 @@ pub fn features(
             {
                 found.insert(format!("refused:{reason}"));
             }
+            found.retain(|f| url_rule_reads(rule, f));
         }
         Op::ResolveRetryImages => retry_features(input, &mut found),
         Op::SanitizeToolNames => names_features(input, &mut found),
@@ -460,6 +465,20 @@ pub fn features(
         }
     }
     found.into_iter().collect()
+}
+
+/// Whether `feature` of a URL can tell causes apart under `rule`: each U rule is about one part
+/// of the URL (its scheme, userinfo, IP literal or name); the other parts, and the reason the
+/// reference gave first, are incidental. U1 (parsing) may hang on any of them.
+fn url_rule_reads(rule: Rule, feature: &str) -> bool {
+    let prefixes: &[&str] = match rule {
+        Rule::U2 => &["scheme:"],
+        Rule::U3 => &["userinfo"],
+        Rule::U4 | Rule::U5 => &["host:"],
+        Rule::U6 | Rule::U7 => &["name:", "tld:"],
+        _ => &[""],
+    };
+    prefixes.iter().any(|p| feature.starts_with(p))
 }
 
 /// The features of a tool result that describe its images (what S2's causes differ by).
@@ -588,20 +607,24 @@ fn block_features(block: &Value, found: &mut BTreeSet<String>) {
     found.insert(format!("block:{kind}"));
 }
 
-/// A media type's family, the way providers and runtimes branch on it.
+/// A media type's class where a cause can hang on it: an image type the providers accept or
+/// another; a resource's textual type (C5 keeps a textual blob's text). Other families are
+/// incidental, and no media type is the plain form.
 fn mime_feature(mime: Option<&str>, found: &mut BTreeSet<String>) {
-    let family = match mime.map(str::to_ascii_lowercase).as_deref() {
-        // No media type is the plain form, which shrinking reaches: no feature.
-        None | Some("") => return,
-        Some(m @ ("image/png" | "image/jpeg" | "image/webp" | "image/gif")) => m.to_string(),
-        Some(m) if m.starts_with("image/") => "image/other".into(),
-        Some(m) if m.starts_with("audio/") => "audio".into(),
-        Some(m) if m.starts_with("text/") => "text".into(),
-        Some(m) if ["json", "xml", "yaml", "csv"].iter().any(|t| m.contains(t)) => "textual".into(),
-        Some(m) if m.starts_with("application/") => "application".into(),
-        Some(_) => "other".into(),
+    let Some(mime) = mime.map(str::to_ascii_lowercase).filter(|m| !m.is_empty()) else {
+        return;
     };
-    found.insert(format!("mime:{family}"));
+    let class = match mime.as_str() {
+        "image/png" | "image/jpeg" | "image/webp" | "image/gif" => "image",
+        m if m.starts_with("image/") => "image/other",
+        m if m.starts_with("text/")
+            || ["json", "xml", "yaml", "csv"].iter().any(|t| m.contains(t)) =>
+        {
+            "textual"
+        }
+        _ => return,
+    };
+    found.insert(format!("mime:{class}"));
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -1050,5 +1073,19 @@ mod tests {
         );
         assert!(features("https://a.internal/").contains(&"tld:special".to_string()));
         assert!(features("http://u:p@example.com:8080/").contains(&"userinfo".to_string()));
+        // Each U rule reads its own part of the URL: the rest is incidental.
+        let of = |rule, url: &str| {
+            Signature::of(
+                Op::CheckMediaUrl,
+                &json!({"url": url}),
+                &Answer::Output(json!({"ok": true})),
+                &Answer::Output(json!({"ok": false, "reason": "scheme"})),
+                &gate(rule, "accepted", "d"),
+            )
+            .features
+        };
+        assert_eq!(of(Rule::U2, "http://u@127.0.0.1:8/"), ["scheme:http"]);
+        assert_eq!(of(Rule::U3, "http://u@127.0.0.1:8/"), ["userinfo"]);
+        assert_eq!(of(Rule::U4, "http://u@127.0.0.1:8/"), ["host:ipv4"]);
     }
 }

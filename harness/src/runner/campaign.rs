@@ -596,8 +596,8 @@ type Key = (Op, Rule, String, Action, Option<usize>);
 struct ShrinkRequest {
     key: Key,
     violation: Violation,
-    /// What the SUT did: shrinking keeps it.
-    action: Action,
+    /// What the SUT did and the case's features: shrinking keeps the one, never adds to the other.
+    signature: Signature,
     rng: TestRng,
     /// The number of the batch's first case, and the case's place among the batch's draws.
     first: u64,
@@ -778,7 +778,7 @@ fn job_loop<S: Sut>(
                     .as_ref()
                     .map(|b| b.known[i].cause.as_str())
             });
-            let action = signature.action;
+            let target = signature.clone();
             // Listed at once, as found; the shrinker makes it smaller meanwhile.
             let mut finding = super::shrink::finding(
                 op,
@@ -802,7 +802,7 @@ fn job_loop<S: Sut>(
             // A shrinker that is gone (it failed) is reported when it is joined.
             let _ = shrinks.send(ShrinkRequest {
                 key,
-                action,
+                signature: target,
                 violation: violation.clone(),
                 rng: rng.clone(),
                 first,
@@ -947,7 +947,7 @@ fn shrink_loop<S: Sut>(
             op,
             tree,
             &request.violation,
-            request.action,
+            &request.signature,
             request.hang,
             request.wait,
             shared.deadline,

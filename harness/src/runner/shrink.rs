@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::campaign::{Finding, Progress};
 use super::sut::{Sut, Wait};
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
-use crate::oracle::signature::{Action, Signature};
+use crate::oracle::signature::{Action, Signature, within};
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
 
@@ -46,7 +46,9 @@ pub enum Shrunk {
     Slow,
 }
 
-/// Shrinks the case in `tree` while the same (rule, kind, action) still fails, for `SHRINK_TIME` at most
+/// Shrinks the case in `tree` while the same (rule, kind, action) still fails on an input with
+/// no feature the case lacked (so an entry drafted from the minimal input covers the case), for
+/// `SHRINK_TIME` at most
 /// (`HANG_SHRINK_TIME` for a hang), and never past the campaign's deadline (`until`). A hang is
 /// first confirmed: the case is sent again with the full time-out (answered, it was a slow
 /// case). The steps wait as `wait` says. The SUT's faults on the way are counted in `progress`.
@@ -56,7 +58,7 @@ pub fn shrink<S: Sut>(
     op: Op,
     mut tree: impl ValueTree<Value = Value>,
     target: &Violation,
-    action: Action,
+    signature: &Signature,
     hang: bool,
     wait: Wait,
     until: Option<Instant>,
@@ -76,11 +78,13 @@ pub fn shrink<S: Sut>(
         else {
             return Ok(None);
         };
-        // The same cause: rule, kind and what the SUT did (another action is another bug).
+        // The same cause: rule, kind and what the SUT did (another action is another bug), on
+        // an input that gained no feature (shrinking may reach an absence that reads as one).
         let hit = violations.into_iter().find(|v| {
-            v.rule == target.rule
-                && v.kind == target.kind
-                && crate::oracle::signature::action(op, input, &answer, v) == action
+            v.rule == target.rule && v.kind == target.kind && {
+                let step = Signature::of(op, input, &answer, &expected, v);
+                step.action == signature.action && within(&step.features, &signature.features)
+            }
         });
         Ok(Some(hit.map(|v| (v, answer, expected))))
     };
