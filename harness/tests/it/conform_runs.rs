@@ -102,6 +102,22 @@ fn pass_through_sut_is_caught_with_minimal_inputs() {
             s2.input
         );
         assert!(outcome.failed(false) > 0);
+        // Shrinking never adds a feature (a field dropped until the result breaks the schema,
+        // say): an entry drafted from a minimal input covers the case it came from, which for a
+        // finding of one case is its only trigger set.
+        let single: Vec<_> = outcome.findings.iter().filter(|f| f.hits == 1).collect();
+        assert!(!single.is_empty(), "no finding of one case to check");
+        for f in single {
+            assert!(
+                f.triggers
+                    .iter()
+                    .any(|t| normfuzz::oracle::signature::within(&f.signature.features, t)),
+                "{}: minimal input's features {:?} in no case's {:?}",
+                f.id,
+                f.signature.features,
+                f.triggers
+            );
+        }
     });
 }
 
