@@ -162,8 +162,21 @@ impl Row {
                 .and_then(|f| f["file"].as_str())
                 .map(|file| format!("{report}/{file}"))
         };
-        // A gate finding without a standing (a report written without a baseline) is new.
-        let is_new = |id: &str| finding(id).is_some_and(|f| f["baseline"] != "known");
+        // New is what fails the run, as `conform` judges it: a gate finding the baseline does
+        // not know (none without a standing, a report written without a baseline) of a class
+        // in the report's `failOn` (default bug and hardening; a spec finding passes).
+        let fail_on: Vec<&str> = match index["failOn"].as_array() {
+            Some(classes) => classes.iter().filter_map(Value::as_str).collect(),
+            None => vec!["bug", "hardening"],
+        };
+        let is_new = |id: &str| {
+            finding(id).is_some_and(|f| {
+                f["baseline"] != "known"
+                    && f["class"]
+                        .as_str()
+                        .is_none_or(|class| fail_on.contains(&class))
+            })
+        };
         let not_reached = |op: &str, rule: &str| {
             index["baseline"]["notReached"]
                 .as_array()
@@ -784,6 +797,13 @@ mod tests {
         .unwrap();
         let judged = index_against(&["c-S1-a", "c-S2-a", "c-S2-b"], &[]);
         assert!(Row::from_index(&runtime(), &judged, &all_known, "x").green());
+
+        // A spec finding no entry lists passes, as in `conform`; unless the run failed on spec.
+        let mut spec = index_against(&["c-S2-a", "c-S2-b"], &[]);
+        spec["findings"][0]["class"] = json!("spec");
+        assert!(Row::from_index(&runtime(), &spec, &all_known, "x").green());
+        spec["failOn"] = json!(["bug", "hardening", "spec"]);
+        assert!(!Row::from_index(&runtime(), &spec, &all_known, "x").green());
     }
 
     /// The real servers' row is judged as the unit row, and leaves the baseline's reasons to it.
