@@ -71,7 +71,7 @@ fn check_jsonschema() -> Result<PathBuf> {
     })
 }
 
-/// The cached mdbook, built from crates.io on first use (a few minutes on two cores).
+/// The cached mdbook, built from crates.io on first use (8 minutes on a shared 2-core machine).
 pub fn mdbook() -> Result<PathBuf> {
     cached(&cache_root().join("tools"), MDBOOK, |dir| {
         // Without default features: no `serve`/`watch` (a web server and a file watcher the
