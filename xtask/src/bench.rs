@@ -1,6 +1,6 @@
-//! `cargo xtask bench`: criterion benchmarks and campaign throughput, printed as the ratios README
-//! quotes; with `--anchor <runtime>`, that runtime's own coercion timed on the same documents in
-//! the same run (`normfuzz bench-anchor`), and one table of all three.
+//! `cargo xtask bench`: criterion benchmarks and campaign throughput, printed as the ratios the
+//! guide's Speed chapter quotes; with `--anchor <runtime>`, that runtime's own coercion timed on
+//! the same documents in the same run (`normfuzz bench-anchor`), and one table of all three.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -99,7 +99,8 @@ fn run_anchor(root: &Path, normfuzz: &Path, name: &str) -> Result<Vec<AnchorRow>
         .collect()
 }
 
-/// The table README quotes: MB/s of each side on each document, and the reference's ratios.
+/// The table docs/speed.md quotes: MB/s of each side on each document, and the reference's
+/// ratios.
 fn anchor_table(criterion: &Path, name: &str, rows: &[AnchorRow]) -> Result<String> {
     let group = criterion.join("coerce");
     let mut table = format!(

@@ -1,31 +1,40 @@
-//! `cargo xtask ci`: the regression gate README gives as the test command.
+//! `cargo xtask ci`: the regression gate README gives as the test command. It provisions what
+//! it needs first (`provision.rs`), and ends with each step's wall time and `N passed, N failed`.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
-use crate::{cargo, step, tested_normfuzz};
+use crate::{cargo, tested_normfuzz};
 
 /// The runtime whose e2e smoke needs a unit-level install (`unit_install`), made early.
-const UNIT_INSTALLED_SMOKE: &str = "astrbot";
+pub(crate) const UNIT_INSTALLED_SMOKE: &str = "astrbot";
 
 pub fn ci(root: &Path) -> Result<()> {
+    let mut gate = Gate::default();
+    let mut tools = None;
+    // Before anything is built: a machine that lacks a tool says so at once.
+    gate.step("provision", || {
+        tools = Some(crate::provision::provision(root, UNIT_INSTALLED_SMOKE)?);
+        Ok((1, 0))
+    });
+    let Some(tools) = tools else {
+        return gate.finish();
+    };
     // AstrBot's pip install takes about 110 s: it runs beside the build and the tests, and its
     // e2e smoke joins it.
     let install = {
         let root = root.to_path_buf();
         std::thread::spawn(move || crate::e2e::install_unit(&root, UNIT_INSTALLED_SMOKE))
     };
-    step(
-        "cargo fmt --check",
-        cargo(root, &["fmt", "--all", "--check"]),
-    )?;
-    step(
-        "cargo clippy",
-        cargo(
-            root,
+    // Format and lints stop the gate: nothing after them is worth the build on a red tree.
+    for (name, args) in [
+        ("cargo fmt --check", &["fmt", "--all", "--check"][..]),
+        (
+            "cargo clippy",
             &[
                 "clippy",
                 "--workspace",
@@ -37,11 +46,30 @@ pub fn ci(root: &Path) -> Result<()> {
                 "warnings",
             ],
         ),
-    )?;
-    let (mut passed, mut failed) = run_tests(root)?;
+    ] {
+        if !gate.step(name, || exit_ok(&mut cargo(root, args))) {
+            return gate.finish();
+        }
+    }
+    // The guide (docs/) builds, and no relative link or anchor of it, README or ARCHITECTURE.md
+    // is broken.
+    gate.step("guide: mdbook build docs, links and anchors", || {
+        let n = crate::docs::build_and_check(root, &tools.mdbook)?;
+        eprintln!("    {n} links resolve");
+        Ok((1, 0))
+    });
+    gate.step("cargo test --workspace --profile ci --no-fail-fast", || {
+        run_tests(root)
+    });
     // The product's own gate, as a user runs it: the reference over the subprocess path must be
     // clean, and the pass-through example SUT must be caught.
-    let normfuzz = tested_normfuzz(root)?;
+    let normfuzz = match tested_normfuzz(root) {
+        Ok(normfuzz) => normfuzz,
+        Err(e) => {
+            gate.step("the tested binaries", || Err(e));
+            return gate.finish();
+        }
+    };
     let reports = root.join("target/ci-reports");
     let campaigns = [
         (
@@ -60,62 +88,53 @@ pub fn ci(root: &Path) -> Result<()> {
         ),
     ];
     for (name, sut, cases, want_exit, folder) in campaigns {
-        eprintln!("==> {name}");
-        let report = reports.join(folder);
-        let status = Command::new(&normfuzz)
-            .current_dir(root)
-            .args([
-                "conform", "--sut", &sut, "--cases", cases, "--seed", "1", "--report",
-            ])
-            .arg(&report)
-            .status()
-            .with_context(|| format!("cannot run {name}"))?;
-        if status.code() == Some(want_exit) {
-            passed += 1;
-        } else {
-            eprintln!(
-                "xtask: {name}: exit {status}, expected {want_exit}; report in {}",
-                report.display()
-            );
-            failed += 1;
-        }
+        gate.step(name, || {
+            let report = reports.join(folder);
+            let status = Command::new(&normfuzz)
+                .current_dir(root)
+                .args([
+                    "conform", "--sut", &sut, "--cases", cases, "--seed", "1", "--report",
+                ])
+                .arg(&report)
+                .status()
+                .with_context(|| format!("cannot run {name}"))?;
+            if status.code() != Some(want_exit) {
+                bail!(
+                    "{status}, expected exit {want_exit}; report in {}",
+                    report.display()
+                );
+            }
+            Ok((1, 0))
+        });
     }
     // Speed, as a ratio measured in one process (never an absolute time): the reference's text
     // coercion must stay at 0.8x a serde_json round trip or better (about 5 s).
-    eprintln!("==> bench-check: text coercion against a serde_json round trip");
-    let status = Command::new(&normfuzz)
-        .arg("bench-check")
-        .status()
-        .context("cannot run normfuzz bench-check")?;
-    if status.success() {
-        passed += 1;
-    } else {
-        eprintln!("xtask: bench-check: exit {status}");
-        failed += 1;
-    }
+    gate.step(
+        "bench-check: text coercion against a serde_json round trip",
+        || exit_ok(Command::new(&normfuzz).arg("bench-check")),
+    );
     // The default gate against every single-bug mutant: each must fail it within 10 s, and the
     // faithful variant (stricter where the spec allows) must pass a 60 s campaign.
-    eprintln!("==> mutants: the default gate kills every variant");
-    let options = crate::mutants::Options {
-        budget: 10.0,
-        faithful: 60.0,
-        only: Vec::new(),
-    };
-    let problems = crate::mutants::mutants(root, &normfuzz, &options)?;
-    if problems.is_empty() {
-        passed += 1;
-    } else {
-        eprintln!("xtask: mutants: {}", problems.join("; "));
-        failed += 1;
-    }
+    gate.step("mutants: the default gate kills every variant", || {
+        let options = crate::mutants::Options {
+            budget: 10.0,
+            faithful: 60.0,
+            only: Vec::new(),
+        };
+        let problems = crate::mutants::mutants(root, &normfuzz, &options)?;
+        if !problems.is_empty() {
+            bail!("{}", problems.join("; "));
+        }
+        Ok((1, 0))
+    });
     // The ClusterFuzzLite build script on stable, and each fuzz target briefly on its seeds.
-    let (fuzz_passed, fuzz_failed) = crate::fuzz::smoke(
-        root,
-        &crate::fuzz::ReportTo::Dir(reports.join("fuzz")),
-        Some(&normfuzz),
-    )?;
-    passed += fuzz_passed;
-    failed += fuzz_failed;
+    gate.step("fuzz smoke", || {
+        crate::fuzz::smoke(
+            root,
+            &crate::fuzz::ReportTo::Dir(reports.join("fuzz")),
+            Some(&normfuzz),
+        )
+    });
     // A real runtime against the mock endpoints, judged against its baseline of known findings:
     // a change in openclaw's behaviour or in ours fails here. The first seed scenarios cover the
     // known F5 (image without data), S3 (MEDIA:/etc/passwd split across stream events) and the
@@ -132,74 +151,115 @@ pub fn ci(root: &Path) -> Result<()> {
         (UNIT_INSTALLED_SMOKE, "channel", "8"),
     ];
     for (runtime, via, cases) in smokes {
-        eprintln!("==> e2e: {runtime} via {via} against its baseline");
-        if runtime == UNIT_INSTALLED_SMOKE
-            && let Err(e) = &installed
-        {
-            eprintln!("xtask: e2e smoke of {runtime}: cannot install it: {e:#}");
-            failed += 1;
-            continue;
-        }
-        let report = reports.join(format!("e2e-{runtime}-{via}"));
-        let report = report.display().to_string();
-        let args = [
-            "--cases", cases, "--jobs", "2", "--via", via, "--report", &report,
-        ];
-        let start = std::time::Instant::now();
-        let code = crate::e2e::e2e(root, &normfuzz, runtime, &args.map(String::from))?;
-        eprintln!(
-            "    {runtime} via {via}: {:.0} s",
-            start.elapsed().as_secs_f64()
+        gate.step(
+            &format!("e2e: {runtime} via {via} against its baseline"),
+            || {
+                if runtime == UNIT_INSTALLED_SMOKE
+                    && let Err(e) = &installed
+                {
+                    bail!("cannot install {runtime}: {e:#}");
+                }
+                let report = reports.join(format!("e2e-{runtime}-{via}"));
+                let report = report.display().to_string();
+                let args = [
+                    "--cases", cases, "--jobs", "2", "--via", via, "--report", &report,
+                ];
+                match crate::e2e::e2e(root, &normfuzz, runtime, &args.map(String::from))? {
+                    0 => Ok((1, 0)),
+                    code => bail!("exit {code}; report in {report}"),
+                }
+            },
         );
-        match code {
-            0 => passed += 1,
-            code => {
-                eprintln!(
-                    "xtask: e2e smoke of {runtime} via {via}: exit {code}; report in {report}"
-                );
-                failed += 1;
-            }
-        }
     }
     // The Action's metadata, this repository's workflows and the workflows `normfuzz init`
-    // writes, against SchemaStore's schemas (as vendored by check-jsonschema, which .ci/run
-    // installs): a typo in a key GitHub would only reject when a user runs it fails here.
-    eprintln!("==> workflow schemas: action.yml, .github/workflows, normfuzz init's workflows");
-    match workflow_schemas(root, &normfuzz) {
-        Ok(n) => {
+    // writes, against SchemaStore's schemas (as vendored by check-jsonschema): a typo in a key
+    // GitHub would only reject when a user runs it fails here.
+    gate.step(
+        "workflow schemas: action.yml, .github/workflows, normfuzz init's workflows",
+        || {
+            let n = workflow_schemas(root, &normfuzz, &tools.check_jsonschema)?;
             eprintln!("    {n} files valid");
-            passed += 1;
-        }
-        Err(e) => {
-            eprintln!("xtask: workflow schemas: {e:#}");
-            failed += 1;
-        }
-    }
+            Ok((1, 0))
+        },
+    );
     // Requests escape U+2028, U+2029 and controls, so a shim written the obvious way (Node 24's
     // readline, which also ends lines at U+2028/U+2029) over the reference finds no fault.
-    eprintln!("==> conform: a Node 24 readline shim over the reference");
-    match readline_shim(root, &normfuzz, &reports.join("readline")) {
-        Ok(rate) => {
+    gate.step(
+        "conform: a Node 24 readline shim over the reference",
+        || {
+            let rate = readline_shim(root, &normfuzz, &reports.join("readline"))?;
             eprintln!("    0 findings, {rate:.0} cases/s");
-            passed += 1;
-        }
-        Err(e) => {
-            eprintln!("xtask: readline shim: {e:#}");
-            failed += 1;
-        }
+            Ok((1, 0))
+        },
+    );
+    gate.finish()
+}
+
+/// The gate's tally: checks passed and failed, and each step's wall time for the closing table.
+#[derive(Default)]
+struct Gate {
+    passed: u64,
+    failed: u64,
+    steps: Vec<(String, Duration, bool)>,
+}
+
+impl Gate {
+    /// Runs one step, timed: `Ok((passed, failed))` counts its checks, an error is one failed
+    /// check, printed. Returns whether nothing failed.
+    fn step(&mut self, name: &str, run: impl FnOnce() -> Result<(u64, u64)>) -> bool {
+        eprintln!("==> {name}");
+        let start = Instant::now();
+        let (passed, failed) = run().unwrap_or_else(|e| {
+            eprintln!("xtask: {name}: {e:#}");
+            (0, 1)
+        });
+        self.passed += passed;
+        self.failed += failed;
+        self.steps
+            .push((name.to_string(), start.elapsed(), failed == 0));
+        failed == 0
     }
-    println!("{passed} passed, {failed} failed");
-    if failed > 0 {
-        bail!("{failed} checks failed");
+
+    /// Prints each step's wall time, then the closing `N passed, N failed` line; fails when a
+    /// check did.
+    fn finish(self) -> Result<()> {
+        print!("{}", time_table(&self.steps));
+        println!("{} passed, {} failed", self.passed, self.failed);
+        if self.failed > 0 {
+            bail!("{} checks failed", self.failed);
+        }
+        Ok(())
     }
-    Ok(())
+}
+
+/// Each step's wall time and outcome, and the total, one line each.
+fn time_table(steps: &[(String, Duration, bool)]) -> String {
+    let mut out = String::from("step times (wall clock):\n");
+    for (name, took, ok) in steps {
+        let mark = if *ok { "ok" } else { "FAILED" };
+        out += &format!("  {:>6.1} s  {mark:<6}  {name}\n", took.as_secs_f64());
+    }
+    let total: Duration = steps.iter().map(|(_, took, _)| *took).sum();
+    out += &format!("  {:>6.1} s          total\n", total.as_secs_f64());
+    out
+}
+
+/// One check: `cmd` must exit 0.
+fn exit_ok(cmd: &mut Command) -> Result<(u64, u64)> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let status = cmd
+        .status()
+        .with_context(|| format!("cannot start {program}"))?;
+    if !status.success() {
+        bail!("{status}");
+    }
+    Ok((1, 0))
 }
 
 /// Runs `cargo test` with the `ci` profile, echoing its output and summing its `test result:`
 /// lines.
 fn run_tests(root: &Path) -> Result<(u64, u64)> {
     // --no-fail-fast: every test binary runs, so the closing count covers them all.
-    eprintln!("==> cargo test --workspace --profile ci --no-fail-fast");
     let mut child = cargo(
         root,
         &["test", "--workspace", "--profile", "ci", "--no-fail-fast"],
@@ -238,17 +298,10 @@ fn count(summary: &str, label: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// The check-jsonschema release CI installs (`.ci/run`).
-const CHECK_JSONSCHEMA: &str = "check-jsonschema==0.39.0";
-
 /// Validates `action.yml` against the Action schema, and `.github/workflows/*.yml` and the
 /// workflows `normfuzz init` writes (both languages) against the workflow schema; returns how
 /// many files were checked.
-fn workflow_schemas(root: &Path, normfuzz: &Path) -> Result<usize> {
-    let tool = "check-jsonschema";
-    if Command::new(tool).arg("--version").output().is_err() {
-        bail!("{tool} is not on PATH: `pip install {CHECK_JSONSCHEMA}` (.ci/run does)");
-    }
+fn workflow_schemas(root: &Path, normfuzz: &Path, tool: &Path) -> Result<usize> {
     let scratch = tempfile::tempdir()?;
     let mut workflows: Vec<std::path::PathBuf> = std::fs::read_dir(root.join(".github/workflows"))?
         .map(|e| e.map(|e| e.path()))
@@ -276,7 +329,7 @@ fn workflow_schemas(root: &Path, normfuzz: &Path) -> Result<usize> {
             .args(["--builtin-schema", schema])
             .args(&files)
             .status()
-            .with_context(|| format!("cannot run {tool}"))?;
+            .with_context(|| format!("cannot run {}", tool.display()))?;
         if !status.success() {
             bail!("{schema}: {files:?} do not validate");
         }
@@ -345,6 +398,43 @@ fn readline_shim(root: &Path, normfuzz: &Path, report: &Path) -> Result<f64> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    #[test]
+    fn the_gate_counts_each_step_and_a_failure_fails_it() {
+        let mut gate = super::Gate::default();
+        assert!(gate.step("tests", || Ok((3, 0))));
+        assert!(!gate.step("broken", || anyhow::bail!("no")));
+        assert!(!gate.step("some tests fail", || Ok((2, 1))));
+        assert_eq!((gate.passed, gate.failed), (5, 2));
+        let outcomes: Vec<(&str, bool)> = gate
+            .steps
+            .iter()
+            .map(|(n, _, ok)| (n.as_str(), *ok))
+            .collect();
+        assert_eq!(
+            outcomes,
+            [
+                ("tests", true),
+                ("broken", false),
+                ("some tests fail", false)
+            ]
+        );
+        assert!(gate.finish().is_err());
+        assert!(super::Gate::default().finish().is_ok());
+    }
+
+    #[test]
+    fn the_time_table_gives_each_step_and_the_total() {
+        let steps = [
+            ("provision".to_string(), Duration::from_millis(1500), true),
+            ("cargo test".to_string(), Duration::from_secs(300), false),
+        ];
+        let want = "step times (wall clock):\n     1.5 s  ok      provision\n   300.0 s  FAILED  \
+                    cargo test\n   301.5 s          total\n";
+        assert_eq!(super::time_table(&steps), want);
+    }
+
     #[test]
     fn counts_libtest_summaries() {
         let ok =

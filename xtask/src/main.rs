@@ -9,10 +9,12 @@ use std::process::{Command, ExitCode};
 mod bench;
 mod capture;
 mod ci;
+mod docs;
 mod e2e;
 mod fuzz;
 mod matrix;
 mod mutants;
+mod provision;
 // The harness's file helpers (atomic writes, corpus listings), compiled here from the same
 // source: std only, so xtask needs no dependency on the `normfuzz` crate for them.
 #[path = "../../harness/src/fs.rs"]
@@ -34,12 +36,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The CI gate: format check, clippy with warnings denied, every test (cargo profile `ci`),
-    /// the conform campaigns, the fuzz smoke and the e2e smoke.
+    /// The CI gate (README's test command): provisions what it needs beyond Rust (see
+    /// `provision`), then the format check, clippy with warnings denied, the guide's build and
+    /// link check, every test (cargo profile `ci`), the conform campaigns, the speed gate, the
+    /// mutant matrix, the fuzz smoke, the e2e smokes, the workflow schemas and the readline shim.
     ///
-    /// Ends with a line `N passed, N failed` summing every test binary.
+    /// Ends with each step's wall time and a line `N passed, N failed` summing every check.
     Ci,
-    /// Run the criterion benchmarks and print the speed ratios README quotes.
+    /// Install what `cargo xtask ci` needs beyond Rust, or say how: rustfmt and clippy (rustup),
+    /// Node/npm and Chromium (apt-get, as root), check-jsonschema (PyPI) and mdbook (crates.io)
+    /// cached per pinned version under `~/.cache/normfuzz/tools/` (`$NORMFUZZ_CACHE/tools/`),
+    /// and a Python new enough for the AstrBot smoke (looked for on PATH and under pyenv).
+    Provision,
+    /// Build the guide (`docs/`, mdBook) into `target/book/` and check every relative link and
+    /// anchor of it, README.md and ARCHITECTURE.md (mdbook provisioned as for `ci`).
+    Docs,
+    /// Run the criterion benchmarks and print the speed ratios the guide's Speed chapter quotes.
     Bench {
         /// Also time this runtime's own coercion (`harness/runtimes/<ANCHOR>/bench.mjs`, the
         /// runtime installed as for e2e) on the same documents, and print one table of all.
@@ -197,6 +209,12 @@ impl Task {
         let root = workspace_root();
         match self {
             Task::Ci => ci::ci(&root),
+            Task::Provision => provision::provision(&root, ci::UNIT_INSTALLED_SMOKE).map(drop),
+            Task::Docs => {
+                let links = docs::build_and_check(&root, &provision::mdbook()?)?;
+                println!("the guide builds; {links} links resolve");
+                Ok(())
+            }
             Task::CaptureServers => capture::capture_servers(&root),
             Task::Bench { anchor } => bench::bench(&root, anchor.as_deref()),
             Task::Conform { args } => {

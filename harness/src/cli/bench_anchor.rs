@@ -1,6 +1,6 @@
 //! `normfuzz bench-anchor`: a real runtime's own coercion timed on the benchmark documents
 //! (`generate::bench_docs`), on the runtime's installed Node. `cargo xtask bench --anchor`
-//! runs it next to criterion and prints the table README quotes.
+//! runs it next to criterion and prints the table the guide's Speed chapter quotes.
 
 use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};

@@ -1,8 +1,8 @@
-//! README's tutorial, "Add normfuzz to your runtime's CI", followed step by step in a temp
-//! folder on a small Node normalizer (`tests/fixtures/tutorial/normalize.mjs`): init, fill the
-//! shim, the first run drafts the baseline (red), the second is green, a planted regression
-//! turns it red with the finding's annotation. Every command run here is quoted from README, so
-//! the tutorial cannot drift from what works.
+//! README's tutorial, "Add normfuzz to your runtime's CI" (and the guide's, docs/tutorial.md),
+//! followed step by step in a temp folder on a small Node normalizer
+//! (`tests/fixtures/tutorial/normalize.mjs`): init, fill the shim, the first run drafts the
+//! baseline (red), the second is green, a planted regression turns it red with the finding's
+//! annotation. Every command run here is quoted from both, so neither can drift from what works.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,10 +24,8 @@ const HANDLERS: [(&str, &str); 2] = [
     ),
 ];
 
-fn readme() -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md");
-    std::fs::read_to_string(path).unwrap()
-}
+/// README and the guide's tutorial, which both show the commands.
+const PAGES: [&str; 2] = ["../README.md", "../docs/tutorial.md"];
 
 /// Runs a README command (`normfuzz ...`) in `dir` with the built binary, as a GitHub Actions
 /// step would (annotations on) when `actions` is set.
@@ -63,16 +61,19 @@ fn the_readme_tutorial_goes_from_init_to_red_on_a_planted_regression() {
         eprintln!("SKIPPED: node not found");
         return;
     }
-    let readme = readme();
-    for quoted in [
-        INIT,
-        DRAFT,
-        GATE,
-        IMPORT,
-        HANDLERS[0].1.trim(),
-        HANDLERS[1].1.trim(),
-    ] {
-        assert!(readme.contains(quoted), "README no longer shows `{quoted}`");
+    for page in PAGES {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page)).unwrap();
+        for quoted in [
+            INIT,
+            DRAFT,
+            GATE,
+            IMPORT,
+            HANDLERS[0].1.trim(),
+            HANDLERS[1].1.trim(),
+        ] {
+            assert!(text.contains(quoted), "{page} no longer shows `{quoted}`");
+        }
     }
     let dir = tempfile::tempdir().unwrap();
     let repo = dir.path();

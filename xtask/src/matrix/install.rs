@@ -62,11 +62,7 @@ pub fn ensure_packages(
     // means another venv. Without a minimum, `python3` as before (and no key in the marker, so
     // existing installs stay valid).
     let interpreter = match python {
-        Some(min) => Some(find_python(
-            min,
-            std::env::var_os("PATH").as_deref(),
-            &pyenv_root(),
-        )?),
+        Some(min) => Some(find_python_here(min)?),
         None => None,
     };
     let mut want = serde_json::json!({
@@ -181,6 +177,11 @@ impl std::fmt::Display for PythonVersion {
 pub struct Interpreter {
     pub path: PathBuf,
     pub version: PythonVersion,
+}
+
+/// [`find_python`] on this machine: its PATH and pyenv root.
+pub fn find_python_here(min: PythonVersion) -> Result<Interpreter> {
+    find_python(min, std::env::var_os("PATH").as_deref(), &pyenv_root())
 }
 
 /// `$PYENV_ROOT`, else `~/.pyenv`.

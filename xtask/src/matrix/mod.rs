@@ -30,7 +30,7 @@ pub struct Runtime {
     /// The package under test and its pinned version.
     pub package: String,
     pub version: String,
-    /// The function the shim calls (README and the report name it).
+    /// The function the shim calls (the guide and the report name it).
     pub function: String,
     /// How the matrix installs the runtime: its own pinned packages, or its e2e adapter's.
     pub install: Install,
