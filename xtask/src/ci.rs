@@ -30,6 +30,9 @@ pub fn ci(root: &Path) -> Result<()> {
         let root = root.to_path_buf();
         std::thread::spawn(move || crate::e2e::install_unit(&root, UNIT_INSTALLED_SMOKE))
     };
+    // mdbook builds from crates.io once per machine (minutes on 2 cores): beside the gate's
+    // build too, joined by the guide's step.
+    let mdbook = std::thread::spawn(crate::provision::mdbook);
     // Format and lints stop the gate: nothing after them is worth the build on a red tree.
     for (name, args) in [
         ("cargo fmt --check", &["fmt", "--all", "--check"][..]),
@@ -51,15 +54,18 @@ pub fn ci(root: &Path) -> Result<()> {
             return gate.finish();
         }
     }
+    gate.step("cargo test --workspace --profile ci --no-fail-fast", || {
+        run_tests(root)
+    });
     // The guide (docs/) builds, and no relative link or anchor of it, README or ARCHITECTURE.md
     // is broken.
     gate.step("guide: mdbook build docs, links and anchors", || {
-        let n = crate::docs::build_and_check(root, &tools.mdbook)?;
+        let mdbook = mdbook
+            .join()
+            .map_err(|_| anyhow::anyhow!("the mdbook install panicked"))??;
+        let n = crate::docs::build_and_check(root, &mdbook)?;
         eprintln!("    {n} links resolve");
         Ok((1, 0))
-    });
-    gate.step("cargo test --workspace --profile ci --no-fail-fast", || {
-        run_tests(root)
     });
     // The product's own gate, as a user runs it: the reference over the subprocess path must be
     // clean, and the pass-through example SUT must be caught.

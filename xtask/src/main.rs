@@ -209,7 +209,9 @@ impl Task {
         let root = workspace_root();
         match self {
             Task::Ci => ci::ci(&root),
-            Task::Provision => provision::provision(&root, ci::UNIT_INSTALLED_SMOKE).map(drop),
+            Task::Provision => provision::provision(&root, ci::UNIT_INSTALLED_SMOKE)
+                .and_then(|_| provision::mdbook())
+                .map(drop),
             Task::Docs => {
                 let links = docs::build_and_check(&root, &provision::mdbook()?)?;
                 println!("the guide builds; {links} links resolve");

@@ -21,10 +21,10 @@ const MDBOOK: (&str, &str) = ("mdbook", "0.5.4");
 /// Written last into a tool's folder: a folder without it is a broken install, made again.
 const COMPLETE: &str = ".normfuzz-complete";
 
-/// The provisioned tools the gate runs by path.
+/// The provisioned tools the gate runs by path (mdbook, a long build on a fresh machine, is
+/// `mdbook()`'s: the gate builds it beside its own build).
 pub struct Tools {
     pub check_jsonschema: PathBuf,
-    pub mdbook: PathBuf,
 }
 
 /// Provisions what the gate needs; `python_for` is the runtime (a folder of
@@ -54,7 +54,6 @@ pub fn provision(root: &Path, python_for: &str) -> Result<Tools> {
     python(root, python_for)?;
     Ok(Tools {
         check_jsonschema: check_jsonschema()?,
-        mdbook: mdbook()?,
     })
 }
 
