@@ -338,12 +338,15 @@ pub fn possible(rule: Rule, profile: &Profile) -> Vec<Class> {
 
 /// Rules whose cell may hold only another form of the same information: a reference wording or
 /// bound (C rules, a text JSON-escaped in F2, blocks merged into one in F3, a reply tag a
-/// runtime has no use for in D2) or an address the reference refuses beyond the IANA registry
-/// (U4). Such a finding is `spec`; a run with the evidence tells.
+/// runtime has no use for in D2), an invalid image the runtime repairs into the valid one it
+/// encodes (C2: decodable base64 re-encoded canonically) or an address the reference refuses
+/// beyond the IANA registries (U4 for IPv4, U5 for IPv6). Such a finding is `spec`; a run with
+/// the evidence tells.
 fn may_be_wording(rule: Rule) -> bool {
     matches!(
         rule,
         Rule::C1
+            | Rule::C2
             | Rule::C3
             | Rule::C4
             | Rule::C5
@@ -353,6 +356,7 @@ fn may_be_wording(rule: Rule) -> bool {
             | Rule::F3
             | Rule::D2
             | Rule::U4
+            | Rule::U5
     )
 }
 
