@@ -95,7 +95,7 @@ enum Command {
     ///
     /// Ends with `N passed, N failed`; exits 0 when every finding is in the baseline or of a
     /// class outside --fail-on and no baseline entry is stale, 1 otherwise, 2 on a setup error.
-    E2e(normfuzz::runner::e2e::driver::E2eArgs),
+    E2e(normfuzz::e2e::driver::E2eArgs),
     /// Time a real runtime's own tool-result coercion on the benchmark documents (installed on
     /// first use, as for e2e); `cargo xtask bench --anchor` prints it next to the reference.
     ///

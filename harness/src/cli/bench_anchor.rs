@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 
 use anyhow::{Context, Result, bail};
+use normfuzz::e2e::adapter::Adapter;
+use normfuzz::e2e::install;
 use normfuzz::fs::write_atomic;
 use normfuzz::generate::bench_docs::coercion_docs;
-use normfuzz::runner::e2e::adapter::Adapter;
-use normfuzz::runner::e2e::install;
 
 #[derive(clap::Args)]
 pub struct BenchAnchorArgs {

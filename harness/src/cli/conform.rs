@@ -7,10 +7,10 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use normfuzz::campaign::impact::{Class, FailOn, Profile};
+use normfuzz::campaign::{Campaign, Input, Progress, Shard};
 use normfuzz::protocol::Op;
-use normfuzz::runner::campaign::{Campaign, Input, Progress, Shard};
-use normfuzz::runner::impact::{Class, FailOn, Profile};
-use normfuzz::runner::upstream::RuntimeId;
+use normfuzz::report::upstream::RuntimeId;
 
 use super::io::{SutArgs, open_sut};
 
@@ -194,7 +194,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
     let baseline = args
         .baseline
         .as_deref()
-        .map(normfuzz::runner::baseline::Baseline::load)
+        .map(normfuzz::campaign::baseline::Baseline::load)
         .transpose()?;
     if let Some(path) = &args.write_baseline
         && path.exists()
@@ -275,11 +275,8 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
                 std::thread::sleep(Duration::from_millis(100));
             }
         });
-        let outcome = normfuzz::runner::campaign::run(
-            &campaign,
-            || open_sut(&sut_command, options),
-            &progress,
-        );
+        let outcome =
+            normfuzz::campaign::run(&campaign, || open_sut(&sut_command, options), &progress);
         done.store(true, Ordering::Relaxed);
         let _ = ticker.join();
         outcome
@@ -302,15 +299,15 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             Some(Shard { index, count }) => format!("-shard{}of{count}", index + 1),
             None => String::new(),
         };
-        normfuzz::runner::report::default_dir(&format!("{{stamp}}-seed{}{shard}", campaign.seed))
+        normfuzz::report::default_dir(&format!("{{stamp}}-seed{}{shard}", campaign.seed))
     });
-    normfuzz::runner::report::write(
+    normfuzz::report::write(
         &dir,
         &outcome,
         &sut_command,
         campaign.strict,
         args.runtime.as_ref(),
-        normfuzz::runner::report::step_summary_path().as_deref(),
+        normfuzz::report::step_summary_path().as_deref(),
     )?;
     if args.save_regressions {
         for finding in &outcome.findings {
@@ -319,11 +316,11 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
                 finding.op, finding.id
             ));
             let stored = serde_json::json!({"op": finding.op, "rule": finding.rule, "kind": finding.kind, "input": finding.input});
-            normfuzz::runner::report::write_json(&path, &stored)?;
+            normfuzz::report::write_json(&path, &stored)?;
         }
     }
     if let Some(path) = &args.write_baseline {
-        let text = normfuzz::runner::baseline::draft(
+        let text = normfuzz::campaign::baseline::draft(
             &outcome.findings,
             &sut_command,
             campaign.baseline.as_ref(),
@@ -344,7 +341,7 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         if passes { "pass" } else { "FAIL" },
         outcome.sut,
         outcome.elapsed_ms as f64 / 1000.0,
-        normfuzz::runner::report::rates(&outcome),
+        normfuzz::report::rates(&outcome),
         outcome.findings.len(),
         dir.display()
     );
@@ -395,16 +392,13 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
             finding.kind,
             finding.cause.as_deref().unwrap_or("-"),
             finding.signature.describe(),
-            normfuzz::runner::report::repro_command(&path, &sut_command)
+            normfuzz::report::repro_command(&path, &sut_command)
         );
     }
     if std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true") {
-        for line in normfuzz::runner::report::github_annotations(
-            &dir,
-            &outcome,
-            &sut_command,
-            campaign.strict,
-        ) {
+        for line in
+            normfuzz::report::github_annotations(&dir, &outcome, &sut_command, campaign.strict)
+        {
             println!("{line}");
         }
     }

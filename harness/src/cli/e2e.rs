@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use normfuzz::runner::e2e::driver::{self, E2eArgs};
-use normfuzz::runner::e2e::one_turn;
+use normfuzz::e2e::driver::{self, E2eArgs};
+use normfuzz::e2e::one_turn;
 
 #[derive(clap::Args)]
 pub struct E2eTurnArgs {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use normfuzz::runner::report::{self, fuzz};
+use normfuzz::report::{self, fuzz};
 
 #[derive(clap::Args)]
 pub struct FuzzReportArgs {

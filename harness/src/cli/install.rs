@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use normfuzz::runner::e2e::adapter::Adapter;
-use normfuzz::runner::e2e::install;
+use normfuzz::e2e::adapter::Adapter;
+use normfuzz::e2e::install;
 
 #[derive(clap::Args)]
 pub struct InstallArgs {

@@ -4,7 +4,7 @@ use std::io::{Read, Write};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use normfuzz::runner::sut::{ProcessSut, ReferenceSut, Sut, SutOptions};
+use normfuzz::sut::{ProcessSut, ReferenceSut, Sut, SutOptions};
 use serde::Serialize;
 
 /// The limits a SUT process runs under, as `conform` and `repro` take them.

@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use normfuzz::runner::e2e::driver::merge as e2e_merge;
-use normfuzz::runner::report::merge;
+use normfuzz::e2e::driver::merge as e2e_merge;
+use normfuzz::report::merge;
 
 #[derive(clap::Args)]
 pub struct MergeReportsArgs {
@@ -22,7 +22,7 @@ pub struct MergeReportsArgs {
 /// a new finding, an error or a stale baseline entry, as `e2e` does).
 pub fn run(args: MergeReportsArgs) -> Result<ExitCode> {
     let first = args.reports[0].join("index.json");
-    let index = normfuzz::runner::report::read_json(&first).unwrap_or_default();
+    let index = normfuzz::report::read_json(&first).unwrap_or_default();
     if e2e_merge::is_e2e_index(&index) {
         return e2e_merge::merge(&args.out, &args.reports);
     }
@@ -32,13 +32,13 @@ pub fn run(args: MergeReportsArgs) -> Result<ExitCode> {
         .map(|dir| merge::read(dir))
         .collect::<Result<Vec<_>>>()?;
     let whole = merge::merge(parts)?;
-    normfuzz::runner::report::write(
+    normfuzz::report::write(
         &args.out,
         &whole.outcome,
         &whole.command,
         whole.strict,
         whole.runtime.as_ref(),
-        normfuzz::runner::report::step_summary_path().as_deref(),
+        normfuzz::report::step_summary_path().as_deref(),
     )?;
     let failed = whole.outcome.failed(whole.strict);
     eprintln!(

@@ -27,7 +27,7 @@ pub fn run(args: ReproArgs) -> Result<ExitCode> {
         sut,
         sut_limits,
     } = args;
-    let stored = normfuzz::runner::report::read_json(&file)?;
+    let stored = normfuzz::report::read_json(&file)?;
     let op = stored
         .get("op")
         .and_then(serde_json::Value::as_str)
@@ -37,8 +37,7 @@ pub fn run(args: ReproArgs) -> Result<ExitCode> {
     // One case: nothing to calibrate on, it has the whole time-out.
     let options = sut_limits.options(false);
     let mut sut = open_sut(&sut, options)?;
-    let (answer, reference, violations) =
-        normfuzz::runner::campaign::replay(sut.as_mut(), op, input)?;
+    let (answer, reference, violations) = normfuzz::campaign::replay(sut.as_mut(), op, input)?;
     let fails = violations.iter().any(|v| v.gate);
     print_json(
         &mut out,

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Result;
-use normfuzz::runner::impact::{Class, Profile};
-use normfuzz::runner::upstream::{RuntimeFile, read_finding, repro};
+use normfuzz::campaign::impact::{Class, Profile};
+use normfuzz::report::upstream::{RuntimeFile, read_finding, repro};
 
 #[derive(clap::Args)]
 pub struct UpstreamArgs {
@@ -41,7 +41,7 @@ pub fn run(args: UpstreamArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     let repro = repro(&dir, &runtime, &finding.input)?;
-    let markdown = normfuzz::runner::report::upstream_markdown(&finding, &impact, &runtime, &repro);
+    let markdown = normfuzz::report::upstream_markdown(&finding, &impact, &runtime, &repro);
     std::io::stdout().lock().write_all(markdown.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,7 @@
 //! merged, re-typed, ...) and the features of the input that trigger it (block types, `isError`,
 //! `structuredContent`, `_meta`, annotations, media-type families, a directive's disguise, a
 //! URL's host form). A baseline entry matches a signature, not a rule, so a second bug under a
-//! known rule is new (`runner::baseline`).
+//! known rule is new (`campaign::baseline`).
 //!
 //! Features are coarse on purpose: a baseline entry lists the features of its minimal input and
 //! matches every finding whose input has them all, so an incidental detail of one shrunk input

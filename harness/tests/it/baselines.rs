@@ -1,13 +1,13 @@
 //! Every baseline entry of every runtime (unit and e2e) carries its impact class and root cause,
 //! and its class is one the runtime's profile allows for its rule: an S1 entry of a runtime
 //! that acts on no directive cannot be a bug, a hang cannot be hardening in a runtime with no
-//! time-out, and so on (`runner::impact::possible`). A run pins the class down from evidence.
+//! time-out, and so on (`campaign::impact::possible`). A run pins the class down from evidence.
 
 use std::path::{Path, PathBuf};
 
+use normfuzz::campaign::baseline::Baseline;
+use normfuzz::campaign::impact::{Class, Profile, possible};
 use normfuzz::rule::Rule;
-use normfuzz::runner::baseline::Baseline;
-use normfuzz::runner::impact::{Class, Profile, possible};
 
 fn runtimes() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("runtimes");

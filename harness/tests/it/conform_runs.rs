@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use normfuzz::campaign::{Campaign, Outcome, Progress, Shard, run};
 use normfuzz::protocol::Op;
+use normfuzz::report::upstream::RuntimeId;
 use normfuzz::rule::Rule;
-use normfuzz::runner::campaign::{Campaign, Outcome, Progress, Shard, run};
-use normfuzz::runner::sut::{ProcessSut, ReferenceSut, Sut};
-use normfuzz::runner::upstream::RuntimeId;
+use normfuzz::sut::{ProcessSut, ReferenceSut, Sut};
 
 fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
     Campaign {
@@ -204,7 +204,7 @@ impl Sut for EchoNeutralize {
         &mut self,
         batch: &[(Op, &serde_json::Value)],
         _until: Option<std::time::Instant>,
-        _wait: normfuzz::runner::sut::Wait,
+        _wait: normfuzz::sut::Wait,
         seen: &mut dyn FnMut(&normfuzz::protocol::Answer) -> std::ops::ControlFlow<()>,
     ) -> anyhow::Result<Vec<normfuzz::protocol::Answer>> {
         let mut answers = ReferenceSut.call(batch)?;
@@ -234,7 +234,7 @@ fn shards_together_run_the_unsharded_cases() {
         let mut whole = campaign(&Op::ALL, 2_000, 9);
         whole.jobs = 3;
         let unsharded = run(&whole, || Ok(EchoNeutralize), &Progress::default()).unwrap();
-        let mut per_op: std::collections::BTreeMap<Op, normfuzz::runner::campaign::Tally> =
+        let mut per_op: std::collections::BTreeMap<Op, normfuzz::campaign::Tally> =
             Default::default();
         let mut keys = std::collections::BTreeSet::new();
         let mut cases = 0;
@@ -300,8 +300,7 @@ fn merged_shard_reports_equal_the_unsharded_report() {
         // A matrix runtime's report names it; the merged report must too.
         let runtime = RuntimeId::parse("echo@1.0").unwrap();
         let write = |out: &std::path::Path, outcome: &Outcome| {
-            normfuzz::runner::report::write(out, outcome, "echo", false, Some(&runtime), None)
-                .unwrap();
+            normfuzz::report::write(out, outcome, "echo", false, Some(&runtime), None).unwrap();
         };
         write(&dir.path().join("whole"), &unsharded);
         let mut shards = Vec::new();
@@ -402,7 +401,7 @@ fn repro_replays_a_finding_nested_as_deep_as_generated() {
             let finding = &mut outcome.findings[0];
             finding.op = Op::CoerceToolResult;
             finding.input = serde_json::json!({"content": [nest(MAX_NESTING, Shape::Alternating, serde_json::Value::Null)]});
-            normfuzz::runner::report::write(&written, &outcome, "reference", false, None, None)
+            normfuzz::report::write(&written, &outcome, "reference", false, None, None)
                 .unwrap();
         })
         .unwrap()

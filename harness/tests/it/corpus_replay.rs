@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use normfuzz::protocol::Op;
-use normfuzz::runner::sut::ReferenceSut;
+use normfuzz::sut::ReferenceSut;
 use serde_json::Value;
 
 fn corpus_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -43,7 +43,7 @@ fn every_corpus_file_passes_the_reference() {
             .and_then(Op::parse)
             .unwrap_or_else(|| panic!("{}: no known op", file.display()));
         let (_, _, violations) =
-            normfuzz::runner::campaign::replay(&mut ReferenceSut, op, &stored["input"])
+            normfuzz::campaign::replay(&mut ReferenceSut, op, &stored["input"])
                 .expect("reference answers");
         let gate: Vec<_> = violations.iter().filter(|v| v.gate).collect();
         assert!(gate.is_empty(), "{}: {gate:?}", file.display());
@@ -55,12 +55,9 @@ fn every_real_server_result_passes_the_reference() {
     let corpus = normfuzz::generate::real_servers::corpus();
     assert!(corpus.len() >= 30, "{} real results", corpus.len());
     for capture in corpus {
-        let (_, _, violations) = normfuzz::runner::campaign::replay(
-            &mut ReferenceSut,
-            Op::CoerceToolResult,
-            &capture.result,
-        )
-        .expect("reference answers");
+        let (_, _, violations) =
+            normfuzz::campaign::replay(&mut ReferenceSut, Op::CoerceToolResult, &capture.result)
+                .expect("reference answers");
         let gate: Vec<_> = violations.iter().filter(|v| v.gate).collect();
         assert!(gate.is_empty(), "{}: {gate:?}", capture.source());
     }

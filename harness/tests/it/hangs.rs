@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use normfuzz::campaign::{Campaign, Outcome, Progress, Shard, run};
 use normfuzz::protocol::Op;
 use normfuzz::rule::Rule;
-use normfuzz::runner::campaign::{Campaign, Outcome, Progress, Shard, run};
-use normfuzz::runner::sut::{ProcessSut, SutOptions};
+use normfuzz::sut::{ProcessSut, SutOptions};
 
 const TIME: Duration = Duration::from_secs(6);
 /// The full time-out: a hang is confirmed once with it.

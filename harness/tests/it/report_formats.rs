@@ -6,10 +6,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use normfuzz::campaign::{Faults, Finding, Outcome, Sample, Tally};
 use normfuzz::oracle::signature::{Action, Signature};
 use normfuzz::protocol::{Answer, Op};
 use normfuzz::rule::Rule;
-use normfuzz::runner::campaign::{Faults, Finding, Outcome, Sample, Tally};
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use serde_json::json;
 
@@ -100,14 +100,14 @@ fn outcome() -> Outcome {
             garbled: 0,
             slow: 0,
         },
-        fail_on: normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
+        fail_on: normfuzz::campaign::DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
     }
 }
 
 fn write(dir: &Path, strict: bool, step_summary: Option<&Path>) {
-    normfuzz::runner::report::write(
+    normfuzz::report::write(
         dir,
         &outcome(),
         "python3 sut.py --flag 'x'",
@@ -329,7 +329,7 @@ fn index_holds_what_the_other_formats_show() {
 /// was not classed fails either way; a divergence fails only under strict.
 #[test]
 fn fail_on_chooses_the_classes_that_fail_the_gate() {
-    use normfuzz::runner::impact::{Class, Impact};
+    use normfuzz::campaign::impact::{Class, Impact};
     let mut outcome = outcome();
     outcome.findings[0].impact = Some(Impact {
         class: Class::Hardening,
@@ -340,7 +340,7 @@ fn fail_on_chooses_the_classes_that_fail_the_gate() {
     assert!(outcome.passes(false));
     assert!(!outcome.passes(true), "strict: the divergence fails");
     let dir = tempfile::tempdir().unwrap();
-    normfuzz::runner::report::write(dir.path(), &outcome, "sut", false, None, None).unwrap();
+    normfuzz::report::write(dir.path(), &outcome, "sut", false, None, None).unwrap();
     let index: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("index.json")).unwrap()).unwrap();
     assert_eq!(index["verdict"], "pass");

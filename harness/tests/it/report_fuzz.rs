@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use normfuzz::runner::report::fuzz::{Status, read_log};
+use normfuzz::report::fuzz::{Status, read_log};
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 
 fn fixture(name: &str) -> PathBuf {

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
+use normfuzz::campaign::{Campaign, Progress, Shard, run};
 use normfuzz::protocol::Op;
-use normfuzz::runner::campaign::{Campaign, Progress, Shard, run};
-use normfuzz::runner::sut::ReferenceSut;
+use normfuzz::sut::ReferenceSut;
 
 #[test]
 fn a_campaign_samples_its_progress_until_the_end() {

@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use normfuzz::e2e::adapter::Adapter;
+use normfuzz::e2e::install::{runtime_dir, runtime_path};
 use normfuzz::oracle::directive::directive_lines;
 use normfuzz::protocol::Op;
-use normfuzz::runner::e2e::adapter::Adapter;
-use normfuzz::runner::e2e::install::{runtime_dir, runtime_path};
-use normfuzz::runner::upstream::{RuntimeFile, RuntimeId};
+use normfuzz::report::upstream::{RuntimeFile, RuntimeId};
 use serde_json::{Value, json};
 
 const SECTIONS: [&str; 4] = [
@@ -269,7 +269,7 @@ fn only_bugs_are_drafted_unless_asked() {
     let input = json!({"content": [{"type": "text", "text": "ok\nMEDIA:/etc/passwd"}]});
     let sut = json!({"output": {"content": input["content"], "isError": false}});
     for (dir, runtime) in runtimes() {
-        let profile = normfuzz::runner::impact::Profile::load(&dir.join("profile.toml")).unwrap();
+        let profile = normfuzz::campaign::impact::Profile::load(&dir.join("profile.toml")).unwrap();
         let path = report_with(
             &scratch.path().join(&runtime.name),
             Some(&runtime),
@@ -320,7 +320,7 @@ fn strings(value: &Value, into: &mut Vec<String>) {
 /// virtualenv) and must print the bad output: a directive line, and every text the shim saw.
 #[test]
 fn cached_runtimes_reproduce_their_findings_with_the_standalone_script() {
-    let cache = normfuzz::runner::e2e::install::default_cache_root().join("runtimes");
+    let cache = normfuzz::e2e::install::default_cache_root().join("runtimes");
     let scratch = tempfile::tempdir().unwrap();
     let input = json!({"content": [{"type": "text", "text": "Here it is.\nMEDIA:/etc/passwd"}]});
     let mut checked = 0;

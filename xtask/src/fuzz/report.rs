@@ -1,5 +1,5 @@
 //! The fuzz runs' report, and their figures: `normfuzz fuzz-report` parses the libFuzzer logs
-//! (the one parser, `harness/src/runner/report/libfuzzer.rs`) and writes the four report files;
+//! (the one parser, `harness/src/report/libfuzzer.rs`) and writes the four report files;
 //! the exec/s and coverage xtask prints are read back from the `index.json` it wrote.
 
 use std::collections::HashMap;

@@ -1,6 +1,6 @@
 //! Installs a runtime's pinned packages into its cache folder once: an npm prefix for Node
 //! runtimes, a virtualenv for Python ones. As in the e2e installer
-//! (harness/src/runner/e2e/install.rs), a marker naming what was installed is written last,
+//! (harness/src/e2e/install.rs), a marker naming what was installed is written last,
 //! atomically: an interrupted or changed install is redone from scratch, never half-trusted.
 
 use std::ffi::OsStr;

@@ -711,7 +711,7 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
         let cache = install::cache_root();
         for (path, runtime) in load_all(&dir, &[]).unwrap() {
-            // An e2e adapter's install folder has no `unit-` prefix (runner/e2e/install.rs).
+            // An e2e adapter's install folder has no `unit-` prefix (e2e/install.rs).
             let prefix = match runtime.install {
                 Install::Packages { .. } => "unit-",
                 Install::E2eAdapter => "",

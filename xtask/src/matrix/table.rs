@@ -41,7 +41,7 @@ pub struct Known {
 }
 
 /// A baseline entry's impact class, read in the runtime's code (the harness derives the same
-/// from a run's evidence: `harness/src/runner/impact.rs`).
+/// from a run's evidence: `harness/src/campaign/impact.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Class {
@@ -434,7 +434,7 @@ impl Row {
 /// The label mark of a runtime's row of real servers' results.
 const REAL_SERVERS: &str = "(real servers)";
 
-/// The rules the e2e judge checks on every turn that ran (harness/src/runner/e2e/checks.rs:
+/// The rules the e2e judge checks on every turn that ran (harness/src/e2e/checks.rs:
 /// the model's view and the delivered reply; checks/writes.rs: the turn's writes; driver/case.rs:
 /// B1 and the mocks' verdicts).
 const E2E_RULES: [&str; 10] = [

@@ -54,7 +54,7 @@ fn divergence(kind: impl Into<String>, detail: impl Into<String>) -> Violation {
 
 /// The rules each op is judged on (besides `B1` faults, `protocol` shapes and divergences,
 /// which every op can show). P1 and P3 belong to no protocol op: the reference's unit tests
-/// hold them; P4 is judged only end to end (`runner/e2e/checks/fallback.rs`).
+/// hold them; P4 is judged only end to end (`e2e/checks/fallback.rs`).
 pub fn judged_rules(op: Op) -> &'static [Rule] {
     use Rule::*;
     match op {
