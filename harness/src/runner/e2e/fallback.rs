@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::adapter::{Adapter, FALLBACK_MODEL, Flavour, PRIMARY_MODEL};
 use super::cases::{E2eCase, FailAt, Fallback, ImageSource};
+use super::writes::HarnessWrites;
 
 /// The local image a fallback case's prompt may name, in the case's workspace.
 pub const IMAGE_FILE: &str = "photo.png";
@@ -142,14 +143,14 @@ pub fn plant_image(path: &Path) -> Result<()> {
 /// load of the path yields those, a persisted copy still the first ones. The turn polls every
 /// 50 ms, so a runtime that loads the path again within that window of the failure still reads
 /// the first bytes, which the judge then takes for the persisted copy (openclaw's first retry
-/// comes about a second later).
+/// comes about a second later). The swap is the harness's write, recorded as such for S5.
 pub struct ImageSwap {
     pub path: std::path::PathBuf,
     pub done: bool,
 }
 
 impl ImageSwap {
-    pub fn observe(&mut self, records: &[Value]) -> Result<()> {
+    pub fn observe(&mut self, records: &[Value], harness: &mut HarnessWrites) -> Result<()> {
         if self.done || !records.iter().any(|r| r["verdict"]["answer"] == "error") {
             return Ok(());
         }
@@ -157,7 +158,7 @@ impl ImageSwap {
         let png = base64_simd::STANDARD
             .decode_to_vec(ImageSource::RedetectedPath.base64())
             .context("sample image")?;
-        Ok(crate::fs::write_atomic(&self.path, &png)?)
+        harness.write(&self.path, &png)
     }
 }
 
@@ -175,12 +176,18 @@ mod tests {
             path: path.clone(),
             done: false,
         };
-        swap.observe(&[json!({"verdict": {"answer": "tool_call"}})])
+        let snapshot = super::super::writes::Snapshot::take(dir.path(), Vec::new());
+        let mut harness = HarnessWrites::default();
+        swap.observe(&[json!({"verdict": {"answer": "tool_call"}})], &mut harness)
             .unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), first, "no failure yet");
-        swap.observe(&[json!({"verdict": {"answer": "error"}})])
+        swap.observe(&[json!({"verdict": {"answer": "error"}})], &mut harness)
             .unwrap();
         assert_ne!(std::fs::read(&path).unwrap(), first);
         assert!(swap.done);
+        // The swap is recorded as the harness's write, so S5 does not count it.
+        let changes = snapshot.changes(&harness);
+        assert_eq!(changes.len(), 1);
+        assert!(changes[0].by_harness);
     }
 }
