@@ -60,9 +60,18 @@ async def main():
         content = [{"type": "text", "text": content}, {"type": "image_url", "image_url": {"url": url}}]
     # Up to four tool calls of the mock model (hostile cases), each a model call and a tool
     # step, then the reply; a fallback case's two failed attempts fit too.
-    result = await agent.ainvoke(
-        {"messages": [{"role": "user", "content": content}]}, {"recursion_limit": 10}
-    )
+    state = {"messages": [{"role": "user", "content": content}]}
+    if config.get("stream"):
+        # A mid-stream failure case: `stream_mode="messages"` makes each model call stream
+        # (langgraph's StreamMessagesHandler); the last "values" chunk is the final state.
+        result = None
+        async for mode, chunk in agent.astream(
+            state, {"recursion_limit": 10}, stream_mode=["messages", "values"]
+        ):
+            if mode == "values":
+                result = chunk
+    else:
+        result = await agent.ainvoke(state, {"recursion_limit": 10})
     print_reply(result["messages"][-1].text)
 
 

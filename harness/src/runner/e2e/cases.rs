@@ -85,8 +85,7 @@ impl Scenario {
     }
 }
 
-/// Where the primary model fails. (Mid-stream failures are not scripted: the mock providers
-/// fail a request before its stream starts.)
+/// Where the primary model fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailAt {
@@ -95,7 +94,20 @@ pub enum FailAt {
     /// The primary calls the tool, the tool runs, then the primary fails: the fallback gets a
     /// history with a completed tool call (P4) and its image (R3).
     AfterTool,
+    /// As `AfterTool`, but the primary's answer after the tool streams some text and fails in
+    /// the middle of its stream, in the API's own framing (the agent streams: `${stream}`).
+    MidStream,
 }
+
+impl FailAt {
+    /// The failed attempt ran the tool (its result, and its image, are the failed attempt's).
+    pub fn ran_tool(self) -> bool {
+        matches!(self, FailAt::AfterTool | FailAt::MidStream)
+    }
+}
+
+/// The primary's text before its stream fails (`FailAt::MidStream`).
+pub const PARTIAL_REPLY: [&str; 2] = ["Partial answer from the primary, ", "cut off here"];
 
 /// A fallback case's set-up.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -493,7 +505,7 @@ pub fn fallback_seeds() -> Vec<E2eCase> {
         path_image,
         tool_image,
     };
-    use FailAt::{AfterTool, BeforeTool};
+    use FailAt::{AfterTool, BeforeTool, MidStream};
     vec![
         fallback_case(
             "fallback-cross-after-tool-overloaded",
@@ -531,6 +543,13 @@ pub fn fallback_seeds() -> Vec<E2eCase> {
             "no user image; the primary calls the tool, then answers 500: the tool's image must \
              not reach the fallback on another API (R3)",
             fb(false, AfterTool, "server_error", false, false, true),
+        ),
+        fallback_case(
+            "fallback-cross-mid-stream-overloaded",
+            "the primary calls the tool, then its streamed answer fails after some text (the \
+             API's own mid-stream error): a fallback on another API gets no image (R3) and does \
+             not run the tool again untold (P4)",
+            fb(false, MidStream, "overloaded", true, true, true),
         ),
     ]
 }

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::adapter::{Adapter, FALLBACK_MODEL, Flavour, PRIMARY_MODEL};
-use super::cases::{E2eCase, FailAt, Fallback, ImageSource};
+use super::cases::{E2eCase, FailAt, Fallback, ImageSource, PARTIAL_REPLY};
 use super::writes::HarnessWrites;
 
 /// The local image a fallback case's prompt may name, in the case's workspace.
@@ -80,14 +80,18 @@ impl<'a> Pairing<'a> {
     /// runs it (the model's choice, allowed by P4), one that did not has a replay to answer for.
     pub fn script(&self, adapter: &Adapter, case: &E2eCase, fallback: &Fallback) -> Value {
         let call = super::hostile::plain_step(adapter);
-        let primary_turns = match fallback.fail_at {
-            FailAt::BeforeTool => vec![],
-            FailAt::AfterTool => vec![call.clone()],
+        let (primary_turns, failure) = match fallback.fail_at {
+            FailAt::BeforeTool => (vec![], json!({"error": fallback.error})),
+            FailAt::AfterTool => (vec![call.clone()], json!({"error": fallback.error})),
+            FailAt::MidStream => (
+                vec![call.clone()],
+                json!({"chunks": PARTIAL_REPLY, "error_mid_stream": fallback.error}),
+            ),
         };
         let mut providers = serde_json::Map::new();
         providers.insert(
             self.primary_key.clone(),
-            json!({"turns": primary_turns, "after": {"error": fallback.error}}),
+            json!({"turns": primary_turns, "after": failure}),
         );
         providers.insert(
             self.fallback_key.clone(),
@@ -97,8 +101,8 @@ impl<'a> Pairing<'a> {
     }
 }
 
-/// The config placeholders every template gets (JSON literals); `null`s outside a fallback
-/// case, so a template may name them whatever the scenario.
+/// The config placeholders every template gets (JSON literals); `null`s (`stream`: false)
+/// outside a fallback case, so a template may name them whatever the scenario.
 pub fn template_vars(
     pairing: Option<(&Pairing, String)>,
     fallback: Option<&Fallback>,
@@ -128,6 +132,13 @@ pub fn template_vars(
         ("fallback_model", model.to_string()),
         ("user_image", user_image.to_string()),
         ("image_path", image_path.to_string()),
+        // A mid-stream failure needs a streamed answer: the agent streams its model calls.
+        (
+            "stream",
+            fallback
+                .is_some_and(|f| f.fail_at == FailAt::MidStream)
+                .to_string(),
+        ),
     ])
 }
 
@@ -165,6 +176,49 @@ impl ImageSwap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_mid_stream_case_scripts_a_cut_stream_after_the_tool_and_asks_the_agent_to_stream() {
+        let case = super::super::cases::fallback_seeds()
+            .into_iter()
+            .find(|c| {
+                c.fallback
+                    .as_ref()
+                    .is_some_and(|f| f.fail_at == FailAt::MidStream)
+            })
+            .expect("a mid-stream seed");
+        let fb = case.fallback.as_ref().unwrap();
+        assert_eq!(
+            template_vars(None, Some(fb), Path::new("/p"))["stream"],
+            "true"
+        );
+        let mut plain = fb.clone();
+        plain.fail_at = FailAt::AfterTool;
+        assert_eq!(
+            template_vars(None, Some(&plain), Path::new("/p"))["stream"],
+            "false"
+        );
+        assert_eq!(
+            template_vars(None, None, Path::new("/p"))["stream"],
+            "false"
+        );
+        let adapter = Adapter::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/runtimes/ai-sdk/e2e.toml"
+        )))
+        .unwrap();
+        let pairing = Pairing::of(&adapter, fb).unwrap();
+        let script = pairing.script(&adapter, &case, fb);
+        let primary = &script["providers"][&pairing.primary_key];
+        assert_eq!(
+            primary["turns"].as_array().unwrap().len(),
+            1,
+            "the tool call"
+        );
+        assert_eq!(primary["after"]["error_mid_stream"], "overloaded");
+        assert_eq!(primary["after"]["chunks"], json!(PARTIAL_REPLY));
+        mock_providers::Script::from_json(&script).expect("the mocks take it");
+    }
 
     #[test]
     fn the_local_image_is_swapped_once_after_the_first_failure() {
