@@ -606,7 +606,7 @@ mod tests {
     fn answer(served: Served) -> Turn {
         match served.step {
             Step::Answer(t) => t,
-            Step::Fail(f) => panic!("expected an answer, got {f:?}"),
+            other => panic!("expected an answer, got {other:?}"),
         }
     }
 

@@ -551,6 +551,26 @@ pub fn fallback_seeds() -> Vec<E2eCase> {
              not run the tool again untold (P4)",
             fb(false, MidStream, "overloaded", true, true, true),
         ),
+        fallback_case(
+            "fallback-cross-after-tool-made-up-name",
+            "the primary calls a tool by a name it made up (../../escaped-<marker>), then the \
+             MCP tool, then answers 529: the failed attempt's tool name reaches the fallback on \
+             another API neither unsanitized (P2) nor at all (P3, S4)",
+            fb(false, AfterTool, "overloaded", false, false, true),
+        )
+        .with_calls(vec![
+            Call {
+                id: None,
+                tool: Tool::Named {
+                    name: format!(
+                        "../../escaped-{}",
+                        marker("fallback-cross-after-tool-made-up-name", Field::Name)
+                    ),
+                    arguments: json!({}),
+                },
+            },
+            Call::plain(),
+        ]),
     ]
 }
 

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::adapter::{Adapter, FALLBACK_MODEL, Flavour, PRIMARY_MODEL};
 use super::cases::{E2eCase, FailAt, Fallback, ImageSource, PARTIAL_REPLY};
+use super::hostile::{Field, Tool, marker};
 use super::writes::HarnessWrites;
 
 /// The local image a fallback case's prompt may name, in the case's workspace.
@@ -74,17 +75,25 @@ impl<'a> Pairing<'a> {
         }
     }
 
-    /// The mock providers' script: the primary fails where the case says, for ever (a
-    /// runtime's own same-model retries all fail too); the fallback calls the tool, then
-    /// replies. Its tool call comes in both modes: a runtime that told it the tool ran still
-    /// runs it (the model's choice, allowed by P4), one that did not has a replay to answer for.
-    pub fn script(&self, adapter: &Adapter, case: &E2eCase, fallback: &Fallback) -> Value {
+    /// The mock providers' script: the primary makes the case's tool calls (when it fails after
+    /// them), then fails where the case says, for ever (a runtime's own same-model retries all
+    /// fail too); the fallback calls the tool, then replies. Its tool call comes in both modes:
+    /// a runtime that told it the tool ran still runs it (the model's choice, allowed by P4),
+    /// one that did not has a replay to answer for. `port` is the mock providers'.
+    pub fn script(
+        &self,
+        adapter: &Adapter,
+        case: &E2eCase,
+        fallback: &Fallback,
+        port: u16,
+    ) -> Result<Value> {
         let call = super::hostile::plain_step(adapter);
+        let calls = super::hostile::call_steps(adapter, case, port)?;
         let (primary_turns, failure) = match fallback.fail_at {
             FailAt::BeforeTool => (vec![], json!({"error": fallback.error})),
-            FailAt::AfterTool => (vec![call.clone()], json!({"error": fallback.error})),
+            FailAt::AfterTool => (calls, json!({"error": fallback.error})),
             FailAt::MidStream => (
-                vec![call.clone()],
+                calls,
                 json!({"chunks": PARTIAL_REPLY, "error_mid_stream": fallback.error}),
             ),
         };
@@ -97,8 +106,25 @@ impl<'a> Pairing<'a> {
             self.fallback_key.clone(),
             json!({"turns": [call, {"chunks": case.reply}], "after": {"text": "Done."}}),
         );
-        json!({"turns": [{"text": "no scripted answer for this request"}], "providers": providers})
+        Ok(
+            json!({"turns": [{"text": "no scripted answer for this request"}], "providers": providers}),
+        )
     }
+}
+
+/// The tool names the primary made up in the failed attempt (the case's calls of tools the
+/// runtime does not offer, made only when it fails after them), each with its marker.
+pub fn made_up_names(case: &E2eCase) -> Vec<(String, String)> {
+    if !case.fallback.as_ref().is_some_and(|f| f.fail_at.ran_tool()) {
+        return Vec::new();
+    }
+    case.tool_calls()
+        .into_iter()
+        .filter_map(|call| match call.tool {
+            Tool::Named { name, .. } => Some((name, marker(&case.id, Field::Name))),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The config placeholders every template gets (JSON literals); `null`s (`stream`: false)
@@ -208,7 +234,7 @@ mod tests {
         )))
         .unwrap();
         let pairing = Pairing::of(&adapter, fb).unwrap();
-        let script = pairing.script(&adapter, &case, fb);
+        let script = pairing.script(&adapter, &case, fb, 1).unwrap();
         let primary = &script["providers"][&pairing.primary_key];
         assert_eq!(
             primary["turns"].as_array().unwrap().len(),
@@ -218,6 +244,32 @@ mod tests {
         assert_eq!(primary["after"]["error_mid_stream"], "overloaded");
         assert_eq!(primary["after"]["chunks"], json!(PARTIAL_REPLY));
         mock_providers::Script::from_json(&script).expect("the mocks take it");
+    }
+
+    #[test]
+    fn the_made_up_name_case_makes_its_calls_in_the_failed_attempt_and_names_them() {
+        let case = super::super::cases::fallback_seeds()
+            .into_iter()
+            .find(|c| c.id == "fallback-cross-after-tool-made-up-name")
+            .expect("the seed");
+        let names = made_up_names(&case);
+        assert_eq!(names.len(), 1);
+        assert!(names[0].0.starts_with("../../escaped-") && names[0].0.contains(&names[0].1));
+        let fb = case.fallback.as_ref().unwrap();
+        let adapter = Adapter::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/runtimes/ai-sdk/e2e.toml"
+        )))
+        .unwrap();
+        let pairing = Pairing::of(&adapter, fb).unwrap();
+        let script = pairing.script(&adapter, &case, fb, 1).unwrap();
+        let turns = &script["providers"][&pairing.primary_key]["turns"];
+        assert_eq!(turns[0]["tool_call"]["name"], json!(names[0].0));
+        assert_eq!(turns[1]["tool_call"]["name"], "get_attachment");
+        // Before the tool, the primary makes no call: no name of its reaches anyone.
+        let mut before = case.clone();
+        before.fallback.as_mut().unwrap().fail_at = FailAt::BeforeTool;
+        assert!(made_up_names(&before).is_empty());
     }
 
     #[test]

@@ -163,7 +163,7 @@ pub fn run(dir: &Path) -> Result<()> {
     // The case's URLs name the mocks' canary route: the script is made once their port is known.
     let port = mocks.address().port();
     let script = match (&pairing, &case.fallback) {
-        (Some(p), Some(fb)) => p.script(&adapter, case, fb),
+        (Some(p), Some(fb)) => p.script(&adapter, case, fb, port)?,
         _ => hostile::script(&adapter, case, port)?,
     };
     mocks.set_script(mock_providers::Script::from_json(&script)?);
