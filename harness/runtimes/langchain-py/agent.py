@@ -6,7 +6,9 @@ streams), pointed at the mock providers.
 
 Fallback cases (`e2e --scenario fallback`, issue 26): `primary.with_fallbacks([fallback])`, the
 model-level form; `create_react_agent` binds the tools on each model through
-`RunnableWithFallbacks.__getattr__` (langchain_core/runnables/fallbacks.py). The user's image is
+`RunnableWithFallbacks.__getattr__` (langchain_core/runnables/fallbacks.py). With the fallback's
+`"wrap": "agent"`, the whole agent is wrapped instead:
+`create_react_agent(primary).with_fallbacks([create_react_agent(fallback)])`. The user's image is
 an `image_url` content block of the user message."""
 
 import asyncio
@@ -49,10 +51,16 @@ async def main():
         {"normfuzz": {"transport": "stdio", "command": config["mcp"]["command"], "args": config["mcp"]["args"]}}
     )
     chosen = model(config["api"], config["baseUrl"], config.get("model", MODEL))
+    tools = await client.get_tools()
     fallback = config.get("fallback")
-    if fallback:
-        chosen = chosen.with_fallbacks([model(fallback["api"], fallback["baseUrl"], fallback["model"])])
-    agent = create_react_agent(chosen, await client.get_tools())
+    if fallback and fallback.get("wrap") == "agent":
+        # The whole agent wrapped (P4 case): the fallback agent starts from the input again.
+        second = model(fallback["api"], fallback["baseUrl"], fallback["model"])
+        agent = create_react_agent(chosen, tools).with_fallbacks([create_react_agent(second, tools)])
+    else:
+        if fallback:
+            chosen = chosen.with_fallbacks([model(fallback["api"], fallback["baseUrl"], fallback["model"])])
+        agent = create_react_agent(chosen, tools)
     content = config["prompt"]
     image = user_image(config)
     if image:

@@ -126,6 +126,12 @@ pub struct Fallback {
     pub path_image: bool,
     /// The tool result carries an image (a different one per run of the tool).
     pub tool_image: bool,
+    /// The fallback wraps the whole agent, not the model (`${fallback}`'s `"wrap": "agent"`):
+    /// LangChain's `create_react_agent(a).with_fallbacks([create_react_agent(b)])`, which starts
+    /// the fallback agent from the user's message alone. An agent without that form uses its
+    /// model-level one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_agent: bool,
 }
 
 impl Fallback {
@@ -504,6 +510,7 @@ pub fn fallback_seeds() -> Vec<E2eCase> {
         user_image,
         path_image,
         tool_image,
+        whole_agent: false,
     };
     use FailAt::{AfterTool, BeforeTool, MidStream};
     vec![
@@ -571,6 +578,16 @@ pub fn fallback_seeds() -> Vec<E2eCase> {
             },
             Call::plain(),
         ]),
+        fallback_case(
+            "fallback-cross-after-tool-whole-agent",
+            "the fallback wraps the whole agent (LangChain's agent.with_fallbacks): the primary \
+             calls the tool, then answers 529, and the fallback agent, started from the user's \
+             message alone, must not run the completed tool again untold (P4)",
+            Fallback {
+                whole_agent: true,
+                ..fb(false, AfterTool, "overloaded", false, false, true)
+            },
+        ),
     ]
 }
 
@@ -634,6 +651,7 @@ pub fn plan_fallback(count: usize, seed: u64) -> Vec<E2eCase> {
             path_image,
             // No image at all would judge nothing about images.
             tool_image: tool_image || !(user_image || path_image),
+            whole_agent: false,
         };
         cases.push(fallback_case(
             &format!("fallback-gen-{seed}-{n}"),

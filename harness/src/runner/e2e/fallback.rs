@@ -134,9 +134,15 @@ pub fn template_vars(
     fallback: Option<&Fallback>,
     image_path: &Path,
 ) -> BTreeMap<&'static str, String> {
+    let wrap = if fallback.is_some_and(|f| f.whole_agent) {
+        "agent"
+    } else {
+        "model"
+    };
     let (fallback_json, api, base_url, model) = match pairing {
         Some((p, base_url)) => (
-            json!({"api": p.fallback.api, "baseUrl": base_url, "model": p.fallback_model}),
+            json!({"api": p.fallback.api, "baseUrl": base_url, "model": p.fallback_model,
+                   "wrap": wrap}),
             json!(p.fallback.api),
             json!(base_url),
             json!(p.fallback_model),
@@ -203,6 +209,41 @@ impl ImageSwap {
 mod tests {
     use super::*;
 
+    fn ai_sdk() -> Adapter {
+        Adapter::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/runtimes/ai-sdk/e2e.toml"
+        )))
+        .unwrap()
+    }
+
+    fn seed(id: &str) -> E2eCase {
+        super::super::cases::fallback_seeds()
+            .into_iter()
+            .find(|c| c.id == id)
+            .expect("the seed")
+    }
+
+    #[test]
+    fn the_whole_agent_case_tells_the_agent_to_wrap_itself_and_the_others_the_model() {
+        let adapter = ai_sdk();
+        for (id, wrap) in [
+            ("fallback-cross-after-tool-whole-agent", "agent"),
+            ("fallback-cross-after-tool-overloaded", "model"),
+        ] {
+            let case = seed(id);
+            let fb = case.fallback.as_ref().unwrap();
+            let pairing = Pairing::of(&adapter, fb).unwrap();
+            let vars = template_vars(
+                Some((&pairing, "http://b".into())),
+                Some(fb),
+                Path::new("/p"),
+            );
+            let fallback: Value = serde_json::from_str(&vars["fallback"]).unwrap();
+            assert_eq!(fallback["wrap"], wrap, "{id}");
+        }
+    }
+
     #[test]
     fn a_mid_stream_case_scripts_a_cut_stream_after_the_tool_and_asks_the_agent_to_stream() {
         let case = super::super::cases::fallback_seeds()
@@ -228,11 +269,7 @@ mod tests {
             template_vars(None, None, Path::new("/p"))["stream"],
             "false"
         );
-        let adapter = Adapter::load(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/runtimes/ai-sdk/e2e.toml"
-        )))
-        .unwrap();
+        let adapter = ai_sdk();
         let pairing = Pairing::of(&adapter, fb).unwrap();
         let script = pairing.script(&adapter, &case, fb, 1).unwrap();
         let primary = &script["providers"][&pairing.primary_key];
@@ -248,19 +285,12 @@ mod tests {
 
     #[test]
     fn the_made_up_name_case_makes_its_calls_in_the_failed_attempt_and_names_them() {
-        let case = super::super::cases::fallback_seeds()
-            .into_iter()
-            .find(|c| c.id == "fallback-cross-after-tool-made-up-name")
-            .expect("the seed");
+        let case = seed("fallback-cross-after-tool-made-up-name");
         let names = made_up_names(&case);
         assert_eq!(names.len(), 1);
         assert!(names[0].0.starts_with("../../escaped-") && names[0].0.contains(&names[0].1));
         let fb = case.fallback.as_ref().unwrap();
-        let adapter = Adapter::load(Path::new(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/runtimes/ai-sdk/e2e.toml"
-        )))
-        .unwrap();
+        let adapter = ai_sdk();
         let pairing = Pairing::of(&adapter, fb).unwrap();
         let script = pairing.script(&adapter, &case, fb, 1).unwrap();
         let turns = &script["providers"][&pairing.primary_key]["turns"];

@@ -305,6 +305,7 @@ mod tests {
             user_image: true,
             path_image: true,
             tool_image: true,
+            whole_agent: false,
         }
     }
 
