@@ -218,7 +218,7 @@ mod tests {
     }
 
     fn seed(id: &str) -> E2eCase {
-        super::super::cases::fallback_seeds()
+        super::super::fallback_cases::fallback_seeds()
             .into_iter()
             .find(|c| c.id == id)
             .expect("the seed")
@@ -246,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_mid_stream_case_scripts_a_cut_stream_after_the_tool_and_asks_the_agent_to_stream() {
-        let case = super::super::cases::fallback_seeds()
+        let case = super::super::fallback_cases::fallback_seeds()
             .into_iter()
             .find(|c| {
                 c.fallback
