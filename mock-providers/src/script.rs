@@ -9,6 +9,11 @@
 //!   one delta event per chunk. A `{"json": ...}` chunk is spliced raw into the JSON string literal of its
 //!   event, so a surrogate pair (a character beyond the BMP) can be split across two events;
 //! - `{"tool_call": {"name": "get_attachment", "arguments": {...}, "id": "call_1"}}` (`id` optional);
+//! - `{"chunks": [...], "error_mid_stream": KIND}` — a streamed answer that fails after its deltas,
+//!   in the API's own framing (Anthropic's SSE `error` event, a Chat Completions `data: {"error"}`
+//!   chunk with no `[DONE]`, a Responses `error` event): the failure a runtime sees once output has
+//!   begun. A request that does not stream, or an API without that framing here (Gemini,
+//!   Bedrock, Ollama), gets the failure as a plain error answer instead;
 //! - `{"error": KIND, "times": N, "retry_after": S}` — the API's own error answer (status, envelope,
 //!   retry headers) to the next `N` requests (default 1), then the next step: `[{"error":
 //!   "rate_limit", "times": 2}, {"text": "ok"}]` fails twice, then answers, so an SDK's own retries
@@ -336,17 +341,30 @@ impl Failure {
     }
 }
 
-/// One entry of a script's queue: an answer, or a failure served `times` times.
+/// One entry of a script's queue: an answer, a failure served `times` times, or a streamed
+/// text answer cut by a failure after its deltas.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Step {
     Answer(Turn),
     Fail(Failure),
+    MidStream { turn: Turn, failure: Failure },
 }
 
 impl Step {
     pub fn from_json(v: &Value) -> anyhow::Result<Step> {
         match v.as_object() {
             Some(obj) if obj.contains_key("error") => Ok(Step::Fail(Failure::from_json(obj)?)),
+            Some(obj) if obj.contains_key("error_mid_stream") => {
+                let kind = obj["error_mid_stream"]
+                    .as_str()
+                    .context("`error_mid_stream` must be a string")?;
+                let failure = Failure::new(FailureKind::parse(kind)?);
+                let turn = Turn::from_json(v)?;
+                if !matches!(turn, Turn::Text { .. }) {
+                    bail!("`error_mid_stream` cuts a text answer (`text` or `chunks`)");
+                }
+                Ok(Step::MidStream { turn, failure })
+            }
             _ => Turn::from_json(v).map(Step::Answer),
         }
     }
@@ -421,7 +439,7 @@ impl Queue {
         self.served = self.served.saturating_add(1);
         let attempt = self.served;
         let done = match &head {
-            Step::Answer(_) => true,
+            Step::Answer(_) | Step::MidStream { .. } => true,
             Step::Fail(f) => self.served >= f.times,
         };
         // `after` repeats for ever; each of its failures counts from 1 again.
@@ -588,7 +606,7 @@ mod tests {
     fn answer(served: Served) -> Turn {
         match served.step {
             Step::Answer(t) => t,
-            Step::Fail(f) => panic!("expected an answer, got {f:?}"),
+            other => panic!("expected an answer, got {other:?}"),
         }
     }
 

@@ -341,7 +341,11 @@ impl State {
             let turn = match served.step {
                 Step::Answer(turn) => turn,
                 Step::Fail(failure) => {
-                    return self.fail(provider, request, &served, &failure, model.as_deref());
+                    return self.fail(provider, request, &served, &failure, model.as_deref(), None);
+                }
+                Step::MidStream { ref turn, failure } => {
+                    let cut = mid_stream(provider, turn, &failure, request, model.as_deref());
+                    return self.fail(provider, request, &served, &failure, model.as_deref(), cut);
                 }
             };
             let kind = match turn {
@@ -355,11 +359,7 @@ impl State {
             self.capture
                 .record(record(Some(provider), model.as_deref(), request, &verdict));
             let reply = reply(provider, &turn, request);
-            let mut t = Answer::raw(200, reply.body, reply.content_type);
-            if let Some((name, value)) = request_id_header(provider) {
-                t = t.header(name, value);
-            }
-            return t;
+            return with_request_id(provider, Answer::raw(200, reply.body, reply.content_type));
         };
         self.capture.record(record(
             Some(provider),
@@ -371,7 +371,8 @@ impl State {
     }
 
     /// A scripted failure: the request was valid (`accepted`, so no judge takes the 4xx for the
-    /// runtime's fault), answered with the API's own error; each attempt is one capture record.
+    /// runtime's fault), answered with the API's own error, or with `cut`, a 200 stream the error
+    /// ends after its deltas (`midStream` in the capture); each attempt is one capture record.
     fn fail(
         &self,
         provider: Provider,
@@ -379,6 +380,7 @@ impl State {
         served: &Served,
         failure: &Failure,
         model: Option<&str>,
+        cut: Option<Reply>,
     ) -> Answer {
         let Rejection {
             status,
@@ -389,17 +391,25 @@ impl State {
             "accepted": true,
             "answer": "error",
             "error": failure.kind.name(),
-            "status": status,
+            "status": if cut.is_some() { 200 } else { status },
             "attempt": served.attempt,
             "times": failure.times,
             "body": body,
         });
+        if cut.is_some() {
+            verdict["midStream"] = json!(true);
+        }
         if let Some(queue) = &served.queue {
             verdict["script"] = json!(queue);
         }
         self.capture
             .record(record(Some(provider), model, request, &verdict));
-        self.rejection(Some(provider), request, status, body, headers)
+        match cut {
+            Some(reply) => {
+                with_request_id(provider, Answer::raw(200, reply.body, reply.content_type))
+            }
+            None => self.rejection(Some(provider), request, status, body, headers),
+        }
     }
 
     /// A refusal as sent: the API's framing of `body`, with its headers.
@@ -440,19 +450,54 @@ fn gemini_framing(provider: Provider, request: &Request) -> Option<gemini::Frami
     })
 }
 
-fn reply(provider: Provider, turn: &Turn, request: &Request) -> Reply {
-    // Accepted bodies are JSON (Ollama's may carry trailing bytes after the first value).
-    let body = serde_json::Deserializer::from_slice(&request.body)
+/// A 200 answer with the API's request-id header, as its successful answers carry.
+fn with_request_id(provider: Provider, answer: Answer) -> Answer {
+    match request_id_header(provider) {
+        Some((name, value)) => answer.header(name, value),
+        None => answer,
+    }
+}
+
+/// An accepted request's JSON body (Ollama's may carry trailing bytes after the first value).
+fn body_of(request: &Request) -> Value {
+    serde_json::Deserializer::from_slice(&request.body)
         .into_iter::<Value>()
         .next()
         .and_then(Result::ok)
-        .unwrap_or(Value::Null);
+        .unwrap_or(Value::Null)
+}
+
+/// `turn` streamed, then cut by `failure` in `provider`'s own framing, for a request that
+/// streams to an API framed here; `None` otherwise (the failure is then a plain error answer).
+fn mid_stream(
+    provider: Provider,
+    turn: &Turn,
+    failure: &Failure,
+    request: &Request,
+    model: Option<&str>,
+) -> Option<Reply> {
+    let body = body_of(request);
+    if body.get("stream") != Some(&Value::Bool(true)) {
+        return None;
+    }
+    let error = providers::failure(provider, failure, model.unwrap_or_default()).body;
+    let cut = Some(&error);
+    match provider {
+        Provider::Anthropic => Some(anthropic::reply(turn, &body, true, cut)),
+        Provider::OpenAiChat => Some(openai_chat::reply(turn, &body, true, cut)),
+        Provider::OpenAiResponses => Some(openai_responses::reply(turn, &body, true, cut)),
+        Provider::Gemini | Provider::Bedrock | Provider::Ollama => None,
+    }
+}
+
+fn reply(provider: Provider, turn: &Turn, request: &Request) -> Reply {
+    let body = body_of(request);
     let stream = body.get("stream") == Some(&Value::Bool(true));
     let path = request.url.path();
     match provider {
-        Provider::Anthropic => anthropic::reply(turn, &body, stream),
-        Provider::OpenAiChat => openai_chat::reply(turn, &body, stream),
-        Provider::OpenAiResponses => openai_responses::reply(turn, &body, stream),
+        Provider::Anthropic => anthropic::reply(turn, &body, stream, None),
+        Provider::OpenAiChat => openai_chat::reply(turn, &body, stream, None),
+        Provider::OpenAiResponses => openai_responses::reply(turn, &body, stream, None),
         Provider::Gemini => {
             let model = gemini_model(path).map_or("", |(m, _)| m);
             gemini::reply(

@@ -151,24 +151,28 @@ pub fn ci(root: &Path) -> Result<()> {
     let installed = install
         .join()
         .unwrap_or_else(|_| Err(anyhow::anyhow!("the install thread panicked")));
+    // One fallback row (ai-sdk's, about 1 s a turn): the fallback judges (R3, P4) and S5 meet
+    // there, the harness's swap of the prompt's image in the middle of the turn included.
     let smokes = [
-        ("openclaw", "payload", "4"),
-        ("openclaw", "channel", "4"),
-        (UNIT_INSTALLED_SMOKE, "channel", "8"),
+        ("openclaw", "payload", "tool-result", "4"),
+        ("openclaw", "channel", "tool-result", "4"),
+        (UNIT_INSTALLED_SMOKE, "channel", "tool-result", "8"),
+        ("ai-sdk", "payload", "fallback", "2"),
     ];
-    for (runtime, via, cases) in smokes {
+    for (runtime, via, scenario, cases) in smokes {
         gate.step(
-            &format!("e2e: {runtime} via {via} against its baseline"),
+            &format!("e2e: {runtime} via {via} ({scenario}) against its baseline"),
             || {
                 if runtime == UNIT_INSTALLED_SMOKE
                     && let Err(e) = &installed
                 {
                     bail!("cannot install {runtime}: {e:#}");
                 }
-                let report = reports.join(format!("e2e-{runtime}-{via}"));
+                let report = reports.join(format!("e2e-{runtime}-{via}-{scenario}"));
                 let report = report.display().to_string();
                 let args = [
-                    "--cases", cases, "--jobs", "2", "--via", via, "--report", &report,
+                    "--cases", cases, "--jobs", "2", "--via", via, "--scenario", scenario,
+                    "--report", &report,
                 ];
                 match crate::e2e::e2e(root, &normfuzz, runtime, &args.map(String::from))? {
                     0 => Ok((1, 0)),

@@ -16,7 +16,7 @@
 import { API_KEY, MODEL, importFrom, printReply, turnConfig } from "../lib/agent.mjs";
 
 const config = turnConfig();
-const { generateText, stepCountIs } = await importFrom(config.dir, "ai");
+const { generateText, streamText, stepCountIs } = await importFrom(config.dir, "ai");
 const { createMCPClient } = await importFrom(config.dir, "@ai-sdk/mcp");
 const { Experimental_StdioMCPTransport } = await importFrom(config.dir, "@ai-sdk/mcp/mcp-stdio");
 
@@ -64,7 +64,7 @@ try {
         ],
       }
     : { prompt: config.prompt };
-  const result = await generateText({
+  const options = {
     model: chosen,
     tools: await client.tools(),
     ...input,
@@ -72,8 +72,18 @@ try {
     // case: the fallback's own tool call comes first).
     stopWhen: stepCountIs(config.fallback ? 4 : 3),
     maxRetries: 0,
-  });
-  printReply(result.text);
+  };
+  if (config.stream) {
+    // A mid-stream failure case: `streamText` streams each step; an error part is rethrown so
+    // the turn fails as `generateText`'s would.
+    let failure;
+    const result = streamText({ ...options, onError: ({ error }) => (failure ??= error) });
+    const text = await result.text;
+    if (failure) throw failure;
+    printReply(text);
+  } else {
+    printReply((await generateText(options)).text);
+  }
 } finally {
   await client.close();
 }

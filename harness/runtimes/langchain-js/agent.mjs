@@ -61,10 +61,18 @@ try {
   const agent = createReactAgent({ llm, tools });
   // Up to four tool calls of the mock model (hostile cases), each a model call and a tool step,
   // then the reply; a fallback case's two failed attempts fit too. As langchain-py's driver.
-  const result = await agent.invoke(
-    { messages: [{ role: "user", content }] },
-    { recursionLimit: 10 },
-  );
+  const state = { messages: [{ role: "user", content }] };
+  let result;
+  if (config.stream) {
+    // A mid-stream failure case: `streamMode: "messages"` makes each model call stream; the
+    // last "values" chunk is the final state.
+    const stream = await agent.stream(state, { recursionLimit: 10, streamMode: ["messages", "values"] });
+    for await (const [mode, chunk] of stream) {
+      if (mode === "values") result = chunk;
+    }
+  } else {
+    result = await agent.invoke(state, { recursionLimit: 10 });
+  }
   const last = result.messages.at(-1);
   printReply(typeof last.content === "string" ? last.content : last.text);
 } finally {

@@ -6,7 +6,9 @@ streams), pointed at the mock providers.
 
 Fallback cases (`e2e --scenario fallback`, issue 26): `primary.with_fallbacks([fallback])`, the
 model-level form; `create_react_agent` binds the tools on each model through
-`RunnableWithFallbacks.__getattr__` (langchain_core/runnables/fallbacks.py). The user's image is
+`RunnableWithFallbacks.__getattr__` (langchain_core/runnables/fallbacks.py). With the fallback's
+`"wrap": "agent"`, the whole agent is wrapped instead:
+`create_react_agent(primary).with_fallbacks([create_react_agent(fallback)])`. The user's image is
 an `image_url` content block of the user message."""
 
 import asyncio
@@ -49,10 +51,16 @@ async def main():
         {"normfuzz": {"transport": "stdio", "command": config["mcp"]["command"], "args": config["mcp"]["args"]}}
     )
     chosen = model(config["api"], config["baseUrl"], config.get("model", MODEL))
+    tools = await client.get_tools()
     fallback = config.get("fallback")
-    if fallback:
-        chosen = chosen.with_fallbacks([model(fallback["api"], fallback["baseUrl"], fallback["model"])])
-    agent = create_react_agent(chosen, await client.get_tools())
+    if fallback and fallback.get("wrap") == "agent":
+        # The whole agent wrapped (P4 case): the fallback agent starts from the input again.
+        second = model(fallback["api"], fallback["baseUrl"], fallback["model"])
+        agent = create_react_agent(chosen, tools).with_fallbacks([create_react_agent(second, tools)])
+    else:
+        if fallback:
+            chosen = chosen.with_fallbacks([model(fallback["api"], fallback["baseUrl"], fallback["model"])])
+        agent = create_react_agent(chosen, tools)
     content = config["prompt"]
     image = user_image(config)
     if image:
@@ -60,9 +68,18 @@ async def main():
         content = [{"type": "text", "text": content}, {"type": "image_url", "image_url": {"url": url}}]
     # Up to four tool calls of the mock model (hostile cases), each a model call and a tool
     # step, then the reply; a fallback case's two failed attempts fit too.
-    result = await agent.ainvoke(
-        {"messages": [{"role": "user", "content": content}]}, {"recursion_limit": 10}
-    )
+    state = {"messages": [{"role": "user", "content": content}]}
+    if config.get("stream"):
+        # A mid-stream failure case: `stream_mode="messages"` makes each model call stream
+        # (langgraph's StreamMessagesHandler); the last "values" chunk is the final state.
+        result = None
+        async for mode, chunk in agent.astream(
+            state, {"recursion_limit": 10}, stream_mode=["messages", "values"]
+        ):
+            if mode == "values":
+                result = chunk
+    else:
+        result = await agent.ainvoke(state, {"recursion_limit": 10})
     print_reply(result["messages"][-1].text)
 
 

@@ -16,8 +16,8 @@ API_KEY = "mock-local"
 def turn_config():
     """`{prompt, api, baseUrl, mcp: {command, args}}`, and for a fallback case (`e2e --scenario
     fallback`) `model`, `fallback` (`{api, baseUrl, model}` or null) and `userImage`
-    (`{mediaType, data}` or null: the image the user's message carries); exits 2 on a usage
-    error."""
+    (`{mediaType, data}` or null: the image the user's message carries), and `stream` (the
+    agent streams its model calls: a mid-stream failure case); exits 2 on a usage error."""
     if len(sys.argv) != 3:
         sys.stderr.write("usage: python agent.py <turn config> <prompt>\n")
         sys.exit(2)

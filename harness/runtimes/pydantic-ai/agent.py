@@ -68,8 +68,15 @@ async def main():
         from pydantic_ai import BinaryContent
 
         prompt = [prompt, BinaryContent(data=image[0], media_type=image[1])]
-    result = await agent.run(prompt)
+    result = await agent.run(prompt, event_stream_handler=drain if config.get("stream") else None)
     print_reply(result.output)
+
+
+async def drain(_ctx, events):
+    """With an event stream handler, `Agent.run` streams each model request (a mid-stream
+    failure case); the events themselves are not needed."""
+    async for _ in events:
+        pass
 
 
 asyncio.run(main())

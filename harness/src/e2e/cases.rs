@@ -16,6 +16,7 @@ use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::fallback_cases::{fallback_seeds, plan_fallback};
 use super::hostile::{Call, Field, Target, Tool, marker};
 use crate::generate::corners::calls::{self as corner_calls, IDS, NAMES, PATHS, URLS};
 use crate::generate::corners::{TAPE_LEN, Tape};
@@ -55,7 +56,7 @@ impl E2eCase {
     }
 
     /// Sets the model's calls; today's single plain call is stored as none.
-    fn with_calls(mut self, calls: Vec<Call>) -> E2eCase {
+    pub(super) fn with_calls(mut self, calls: Vec<Call>) -> E2eCase {
         self.calls = if calls == [Call::plain()] {
             Vec::new()
         } else {
@@ -85,8 +86,7 @@ impl Scenario {
     }
 }
 
-/// Where the primary model fails. (Mid-stream failures are not scripted: the mock providers
-/// fail a request before its stream starts.)
+/// Where the primary model fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailAt {
@@ -95,7 +95,20 @@ pub enum FailAt {
     /// The primary calls the tool, the tool runs, then the primary fails: the fallback gets a
     /// history with a completed tool call (P4) and its image (R3).
     AfterTool,
+    /// As `AfterTool`, but the primary's answer after the tool streams some text and fails in
+    /// the middle of its stream, in the API's own framing (the agent streams: `${stream}`).
+    MidStream,
 }
+
+impl FailAt {
+    /// The failed attempt ran the tool (its result, and its image, are the failed attempt's).
+    pub fn ran_tool(self) -> bool {
+        matches!(self, FailAt::AfterTool | FailAt::MidStream)
+    }
+}
+
+/// The primary's text before its stream fails (`FailAt::MidStream`).
+pub const PARTIAL_REPLY: [&str; 2] = ["Partial answer from the primary, ", "cut off here"];
 
 /// A fallback case's set-up.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -114,6 +127,12 @@ pub struct Fallback {
     pub path_image: bool,
     /// The tool result carries an image (a different one per run of the tool).
     pub tool_image: bool,
+    /// The fallback wraps the whole agent, not the model (`${fallback}`'s `"wrap": "agent"`):
+    /// LangChain's `create_react_agent(a).with_fallbacks([create_react_agent(b)])`, which starts
+    /// the fallback agent from the user's message alone. An agent without that form uses its
+    /// model-level one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub whole_agent: bool,
 }
 
 impl Fallback {
@@ -470,71 +489,6 @@ fn hostile_seeds() -> Vec<E2eCase> {
     ]
 }
 
-fn fallback_case(id: &str, about: &str, fallback: Fallback) -> E2eCase {
-    E2eCase {
-        id: id.into(),
-        about: about.into(),
-        flavour: 0,
-        image_input: true,
-        result: fallback_results(&fallback).swap_remove(0),
-        reply: vec!["Done: the fallback model answered.".into()],
-        fallback: Some(fallback),
-        calls: Vec::new(),
-    }
-}
-
-/// The fallback scenario's seeds (seed 004's bug class, issue 26), most telling first.
-pub fn fallback_seeds() -> Vec<E2eCase> {
-    let fb = |same_provider, fail_at, error: &str, user_image, path_image, tool_image| Fallback {
-        same_provider,
-        fail_at,
-        error: error.into(),
-        user_image,
-        path_image,
-        tool_image,
-    };
-    use FailAt::{AfterTool, BeforeTool};
-    vec![
-        fallback_case(
-            "fallback-cross-after-tool-overloaded",
-            "the primary calls the tool, then answers 529/503 overloaded: the fallback on another API \
-             must get none of the user's images and not the tool's (R3), nor run the tool again \
-             untold (P4)",
-            fb(false, AfterTool, "overloaded", true, true, true),
-        ),
-        fallback_case(
-            "fallback-cross-before-tool-rate-limit",
-            "the primary's first request answers 429: the fallback on another API starts from the \
-             user's message, which must reach it without the user's images (R3)",
-            fb(false, BeforeTool, "rate_limit", true, true, true),
-        ),
-        fallback_case(
-            "fallback-cross-after-tool-image-400",
-            "the primary calls the tool, then answers 400 (an image it cannot process): the \
-             fallback on another API gets no image (R2, R3)",
-            fb(false, AfterTool, "image", true, true, true),
-        ),
-        fallback_case(
-            "fallback-same-after-tool-server-error",
-            "the primary calls the tool, then answers 500: the fallback is another model of the \
-             same API, which keeps every image (R5, F1)",
-            fb(true, AfterTool, "server_error", true, true, true),
-        ),
-        fallback_case(
-            "fallback-same-after-tool-format-400",
-            "the primary calls the tool, then answers a 400 format error: even on the same API, \
-             the fallback gets no image (R2)",
-            fb(true, AfterTool, "format", true, true, true),
-        ),
-        fallback_case(
-            "fallback-cross-after-tool-server-error-tool-image-only",
-            "no user image; the primary calls the tool, then answers 500: the tool's image must \
-             not reach the fallback on another API (R3)",
-            fb(false, AfterTool, "server_error", false, false, true),
-        ),
-    ]
-}
-
 /// The first `count` cases of `scenario` (`seed` picks the generated ones).
 pub fn plan_for(scenario: Scenario, count: usize, seed: u64) -> Vec<E2eCase> {
     match scenario {
@@ -552,7 +506,7 @@ pub fn seeds_for(scenario: Scenario) -> Vec<E2eCase> {
 }
 
 /// The generators' RNG for `seed`: `salt` keeps the scenarios' draws apart.
-fn runner(seed: u64, salt: &[u8; 8]) -> TestRunner {
+pub(super) fn runner(seed: u64, salt: &[u8; 8]) -> TestRunner {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
     bytes[8..16].copy_from_slice(salt);
@@ -560,50 +514,6 @@ fn runner(seed: u64, salt: &[u8; 8]) -> TestRunner {
         Config::default(),
         TestRng::from_seed(RngAlgorithm::ChaCha, &bytes),
     )
-}
-
-/// The fallback seeds, then cases drawing the failure point, the status, the provider pairing
-/// and which images there are (at least one).
-pub fn plan_fallback(count: usize, seed: u64) -> Vec<E2eCase> {
-    use proptest::prelude::*;
-    let mut cases: Vec<E2eCase> = fallback_seeds().into_iter().take(count).collect();
-    let mut runner = runner(seed, b"e2e-fall");
-    let errors = mock_providers::script::FailureKind::ALL.map(|k| k.name());
-    let draw = (
-        any::<bool>(),
-        any::<bool>(),
-        0..errors.len(),
-        any::<bool>(),
-        any::<bool>(),
-        any::<bool>(),
-    );
-    let mut n = 0;
-    while cases.len() < count {
-        let Ok(tree) = draw.new_tree(&mut runner) else {
-            break;
-        };
-        let (same_provider, after, error, user_image, path_image, tool_image) = tree.current();
-        let fallback = Fallback {
-            same_provider,
-            fail_at: if after {
-                FailAt::AfterTool
-            } else {
-                FailAt::BeforeTool
-            },
-            error: errors[error].into(),
-            user_image,
-            path_image,
-            // No image at all would judge nothing about images.
-            tool_image: tool_image || !(user_image || path_image),
-        };
-        cases.push(fallback_case(
-            &format!("fallback-gen-{seed}-{n}"),
-            "generated: failure point, status, provider pairing and images drawn",
-            fallback,
-        ));
-        n += 1;
-    }
-    cases
 }
 
 /// The first `count` cases: seeds, then generated ones (`seed` picks them).

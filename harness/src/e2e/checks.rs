@@ -10,6 +10,7 @@
 //! per provider API; the delivered items); this file judges them.
 
 pub mod channel;
+pub mod failed_tool_names;
 pub mod fallback;
 pub mod hostile;
 mod view;

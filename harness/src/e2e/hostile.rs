@@ -84,17 +84,24 @@ fn send(adapter: &Adapter, target: &Target, port: u16) -> Result<(String, Value)
 /// The scripted turns of `case`: each of its tool calls, then its reply. `port` is the mock
 /// providers', whose canary route the case's URLs name.
 pub fn script(adapter: &Adapter, case: &E2eCase, port: u16) -> Result<Value> {
-    let mut turns = Vec::new();
-    for call in case.tool_calls() {
-        let (name, arguments) = match &call.tool {
-            Tool::Mcp { arguments } => (adapter.model_tool.clone(), arguments.clone()),
-            Tool::Named { name, arguments } => (name.clone(), arguments.clone()),
-            Tool::Send { target } => send(adapter, target, port)?,
-        };
-        turns.push(tool_call(&name, &arguments, call.id.as_deref()));
-    }
+    let mut turns = call_steps(adapter, case, port)?;
     turns.push(json!({ "chunks": case.reply }));
     Ok(Value::Array(turns))
+}
+
+/// Each tool call of `case` as a script step (a fallback case's failed attempt makes them too).
+pub fn call_steps(adapter: &Adapter, case: &E2eCase, port: u16) -> Result<Vec<Value>> {
+    case.tool_calls()
+        .iter()
+        .map(|call| {
+            let (name, arguments) = match &call.tool {
+                Tool::Mcp { arguments } => (adapter.model_tool.clone(), arguments.clone()),
+                Tool::Named { name, arguments } => (name.clone(), arguments.clone()),
+                Tool::Send { target } => send(adapter, target, port)?,
+            };
+            Ok(tool_call(&name, &arguments, call.id.as_deref()))
+        })
+        .collect()
 }
 
 /// The canary URLs `case` names, each with the bytes the canary route answers for it: judged

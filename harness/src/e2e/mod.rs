@@ -9,6 +9,7 @@ pub mod cases;
 pub mod checks;
 pub mod driver;
 pub mod fallback;
+pub mod fallback_cases;
 pub mod hostile;
 pub mod install;
 pub mod one_turn;

@@ -163,7 +163,7 @@ pub fn run(dir: &Path) -> Result<()> {
     // The case's URLs name the mocks' canary route: the script is made once their port is known.
     let port = mocks.address().port();
     let script = match (&pairing, &case.fallback) {
-        (Some(p), Some(fb)) => p.script(&adapter, case, fb),
+        (Some(p), Some(fb)) => p.script(&adapter, case, fb, port)?,
         _ => hostile::script(&adapter, case, port)?,
     };
     mocks.set_script(mock_providers::Script::from_json(&script)?);
@@ -368,6 +368,8 @@ pub fn run(dir: &Path) -> Result<()> {
         cmd.env(key, expand(value, &vars)?);
     }
     let snapshot = writes::Snapshot::take(dir, skip);
+    // What the harness itself writes into the case folder from here on (S5 discounts it).
+    let mut harness_writes = writes::HarnessWrites::default();
     let start = Instant::now();
     let mut child = cmd
         .spawn()
@@ -386,7 +388,7 @@ pub fn run(dir: &Path) -> Result<()> {
         if let Some(swap) = &mut image_swap {
             // Not fatal: the runtime is still running here, and the case then only cannot
             // tell a persisted copy from a fresh load (the judge reads both images anyway).
-            if let Err(e) = swap.observe(&mocks.requests()) {
+            if let Err(e) = swap.observe(&mocks.requests(), &mut harness_writes) {
                 eprintln!("normfuzz e2e-turn: cannot swap the local image: {e:#}");
             }
         }
@@ -401,7 +403,7 @@ pub fn run(dir: &Path) -> Result<()> {
     // SAFETY: kill(2) on a process group we created; no memory is involved.
     unsafe { libc::kill(-group, libc::SIGKILL) };
     let _ = child.wait();
-    writes::record(dir, &snapshot, overlay.as_ref())?;
+    writes::record(dir, &snapshot, &harness_writes, overlay.as_ref())?;
     if channel.is_some() {
         write_channel_capture(&mocks.requests(), dir)?;
     }

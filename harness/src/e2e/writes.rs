@@ -9,7 +9,9 @@
 //!   through, every other mount (proc, dev) recursively; the case's private `/tmp` is bound,
 //!   and each real `/tmp` entry brought back into it (a report folder there) is overlaid too;
 //! - **the case folder** is compared before and after the turn ([`Snapshot`]), the harness's own
-//!   capture files aside.
+//!   capture files aside. A file the harness itself writes there during the turn (the fallback
+//!   scenario's image swap) goes through [`HarnessWrites`], and a change that left the file
+//!   exactly as the harness wrote it is marked `by_harness`: not the runtime's.
 //!
 //! `checks/writes.rs` judges the list against the runtime's folders (its profile).
 
@@ -23,6 +25,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 
 /// The turn's writes (`D/writes.json`).
 pub const WRITES: &str = "writes.json";
@@ -57,6 +60,10 @@ pub struct Written {
     pub head: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub head_base64: bool,
+    /// The file is exactly as the harness wrote it during the turn ([`HarnessWrites`]): the
+    /// change is the harness's, which S5 does not count.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub by_harness: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +93,7 @@ impl Written {
             size: 0,
             head: String::new(),
             head_base64: false,
+            by_harness: false,
         };
         let Ok(meta) = std::fs::symlink_metadata(real) else {
             return written;
@@ -121,6 +129,55 @@ struct Stamp {
     ino: u64,
 }
 
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            // A folder's size and time change with its entries: those are listed.
+            len: if meta.is_dir() { 0 } else { meta.len() },
+            mtime_ns: if meta.is_dir() {
+                0
+            } else {
+                i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
+            },
+            ino: meta.ino(),
+        }
+    }
+}
+
+/// The files the harness writes into the case folder while the runtime runs, each with its
+/// stamp and the digest of its bytes right after the write. A later write by the runtime to the
+/// same path changes the stamp or the bytes (the digest catches an in-place write of the same
+/// length within one tick of the file system's clock), so only the harness's own last write is
+/// discounted. A runtime write the harness's then overwrites is not seen, as no snapshot sees an
+/// overwritten write.
+#[derive(Debug, Default)]
+pub struct HarnessWrites {
+    written: BTreeMap<PathBuf, (Stamp, [u8; 32])>,
+}
+
+impl HarnessWrites {
+    /// Writes `bytes` to `path` atomically and records it as the harness's.
+    pub fn write(&mut self, path: &Path, bytes: &[u8]) -> Result<()> {
+        crate::fs::write_atomic(path, bytes)?;
+        let meta = std::fs::symlink_metadata(path)
+            .with_context(|| format!("cannot stat {}", path.display()))?;
+        self.written.insert(
+            path.to_path_buf(),
+            (Stamp::of(&meta), Sha256::digest(bytes).into()),
+        );
+        Ok(())
+    }
+
+    /// Whether `path` is still exactly as the harness last wrote it.
+    fn left_as_written(&self, path: &Path, stamp: &Stamp) -> bool {
+        self.written.get(path).is_some_and(|(wrote, digest)| {
+            wrote == stamp
+                && std::fs::read(path)
+                    .is_ok_and(|now| <[u8; 32]>::from(Sha256::digest(now)) == *digest)
+        })
+    }
+}
+
 /// The case folder's entries before the turn.
 pub struct Snapshot {
     root: PathBuf,
@@ -147,24 +204,15 @@ impl Snapshot {
             .filter_entry(|e| !self.skip.iter().any(|s| e.path() == s))
             .filter_map(|e| {
                 let e = e.ok()?;
-                let meta = e.metadata().ok()?;
-                let stamp = Stamp {
-                    // A folder's size and time change with its entries: those are listed.
-                    len: if meta.is_dir() { 0 } else { meta.len() },
-                    mtime_ns: if meta.is_dir() {
-                        0
-                    } else {
-                        i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec())
-                    },
-                    ino: meta.ino(),
-                };
+                let stamp = Stamp::of(&e.metadata().ok()?);
                 Some((e.into_path(), stamp))
             })
             .collect()
     }
 
-    /// What changed in the folder since [`Snapshot::take`].
-    pub fn changes(&self) -> Vec<Written> {
+    /// What changed in the folder since [`Snapshot::take`], each change that left a file as
+    /// `harness` wrote it marked `by_harness`.
+    pub fn changes(&self, harness: &HarnessWrites) -> Vec<Written> {
         let after = self.walk();
         let mut out = Vec::new();
         for (path, stamp) in &after {
@@ -173,7 +221,9 @@ impl Snapshot {
                 Some(before) if before != stamp => Change::Changed,
                 Some(_) => continue,
             };
-            out.push(Written::of(path.clone(), change, path));
+            let mut written = Written::of(path.clone(), change, path);
+            written.by_harness = harness.left_as_written(path, stamp);
+            out.push(written);
         }
         for path in self.entries.keys().filter(|p| !after.contains_key(*p)) {
             out.push(Written::of(path.clone(), Change::Deleted, path));
@@ -384,10 +434,15 @@ pub(super) fn mount(options: &[&str], paths: &[&Path]) -> Result<()> {
     Ok(())
 }
 
-/// Writes `D/writes.json`: the case folder's changes, then the overlay's, at most
-/// [`MAX_LISTED`].
-pub fn record(dir: &Path, snapshot: &Snapshot, overlay: Option<&Overlay>) -> Result<()> {
-    let mut files = snapshot.changes();
+/// Writes `D/writes.json`: the case folder's changes (the harness's own marked), then the
+/// overlay's, at most [`MAX_LISTED`].
+pub fn record(
+    dir: &Path,
+    snapshot: &Snapshot,
+    harness: &HarnessWrites,
+    overlay: Option<&Overlay>,
+) -> Result<()> {
+    let mut files = snapshot.changes(harness);
     files.extend(overlay.map(Overlay::changes).unwrap_or_default());
     let truncated = files.len() > MAX_LISTED;
     files.truncate(MAX_LISTED);
@@ -431,7 +486,7 @@ mod tests {
         std::fs::create_dir(d.join("new")).unwrap();
         std::fs::write(d.join("new/file"), [0xff, 0xfe]).unwrap();
         std::fs::write(d.join("skipped/inner"), b"changed, not seen").unwrap();
-        let mut changes = snapshot.changes();
+        let mut changes = snapshot.changes(&HarnessWrites::default());
         changes.sort_by(|a, b| a.path.cmp(&b.path));
         let seen: Vec<(&Path, Change)> = changes
             .iter()
@@ -451,5 +506,33 @@ mod tests {
             (changes[3].head.as_str(), changes[3].head_base64),
             ("//4=", true)
         );
+    }
+
+    #[test]
+    fn the_harness_own_write_is_marked_and_a_runtime_write_after_it_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let photo = dir.path().join("workspace/photo.png");
+        std::fs::create_dir_all(photo.parent().unwrap()).unwrap();
+        std::fs::write(&photo, b"first bytes").unwrap();
+        let snapshot = Snapshot::take(dir.path(), Vec::new());
+        let mut harness = HarnessWrites::default();
+        harness.write(&photo, b"second bytes").unwrap();
+        let changes = snapshot.changes(&harness);
+        assert_eq!(changes.len(), 1);
+        assert_eq!(
+            (changes[0].change, changes[0].by_harness),
+            (Change::Changed, true)
+        );
+        // The runtime writes the same path afterwards, same length, in place (same inode),
+        // likely within the clock tick of the harness's write.
+        std::fs::write(&photo, b"runtime byte").unwrap();
+        let changes = snapshot.changes(&harness);
+        assert_eq!(changes.len(), 1);
+        assert!(!changes[0].by_harness, "the runtime's write is its own");
+        assert_eq!(changes[0].head, "runtime byte");
+        // A file the harness never wrote is never the harness's.
+        std::fs::write(dir.path().join("workspace/other.png"), b"x").unwrap();
+        let other = snapshot.changes(&harness);
+        assert!(other.iter().all(|w| !w.by_harness));
     }
 }

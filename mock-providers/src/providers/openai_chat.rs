@@ -247,7 +247,10 @@ pub(crate) fn tool_result_request(blocks: &[AgentBlock]) -> Value {
 }
 
 /// Chat Completions answer: a `chat.completion`, or `chat.completion.chunk` SSE ending in `[DONE]`.
-pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
+/// `cut` (an error envelope) ends a streamed text after its deltas with a `data: {"error": ...}`
+/// chunk and no `[DONE]`, the mid-stream error the SDKs read (openai-python `Stream.__stream__`,
+/// @ai-sdk/openai's chat chunk schema).
+pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool, cut: Option<&Value>) -> Reply {
     let model = text_of(request.get("model").unwrap_or(&Value::Null));
     let id = format!("chatcmpl-{}", ids::short());
     let created = now();
@@ -290,6 +293,10 @@ pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
                     None,
                     &splice(&chunk(json!({"content": Piece::MARK}), Value::Null), &piece),
                 ));
+            }
+            if let Some(error) = cut {
+                out.push_str(&sse(None, &error.to_string()));
+                return Reply::sse(out);
             }
             "stop"
         }

@@ -183,7 +183,9 @@ pub(crate) fn tool_result_request(blocks: &[AgentBlock]) -> Value {
 }
 
 /// Responses answer: a `response` object, or its named SSE events (docs/research/providers.md §3.3).
-pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
+/// `cut` (an error envelope) ends a streamed text after its deltas with the `error` event of the
+/// Responses stream (`{"type": "error", "code", "message", "param", "sequence_number"}`).
+pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool, cut: Option<&Value>) -> Reply {
     let model = text_of(request.get("model").unwrap_or(&Value::Null));
     let resp_id = format!("resp_{}", ids::short());
     let item_id = format!("msg_{}", ids::short());
@@ -252,6 +254,14 @@ pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
                     ),
                     Some(&piece),
                 );
+            }
+            if let Some(error) = cut {
+                let e = &error["error"];
+                event(
+                    json!({"type": "error", "code": e["code"], "message": e["message"], "param": e["param"]}),
+                    None,
+                );
+                return Reply::sse(out);
             }
             event(
                 with(

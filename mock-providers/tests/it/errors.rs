@@ -330,3 +330,95 @@ async fn the_admin_endpoint_takes_keyed_scripts_and_explains_refusals() {
     let reason = bad.json::<Value>().await.unwrap()["error"].to_string();
     assert!(reason.contains("unknown API \\\"claude\\\""), "{reason}");
 }
+
+/// The `data:` payloads of an SSE body, each with its `event:` name (if any).
+fn sse_events(body: &str) -> Vec<(Option<String>, String)> {
+    body.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let field = |name: &str| {
+                e.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim_start().to_string())
+            };
+            (field("event:"), field("data:").unwrap_or_default())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_mid_stream_failure_ends_each_framed_stream_after_its_deltas() {
+    let server = start(
+        json!({"after": {"chunks": ["Partial ", "answer"], "error_mid_stream": "overloaded"}}),
+    )
+    .await;
+    for p in [Anthropic, OpenAiChat, OpenAiResponses] {
+        let mut body = request(p, json!([png_block()]));
+        body["stream"] = json!(true);
+        let r = post(&server, path(p, true), &body).await;
+        assert_eq!(r.status(), 200, "{p:?}: the stream had begun");
+        assert_eq!(r.headers()["content-type"], "text/event-stream");
+        let text = r.text().await.unwrap();
+        let events = sse_events(&text);
+        let delta_at = |piece: &str| events.iter().position(|(_, d)| d.contains(piece));
+        let (first, second) = (delta_at("Partial ").unwrap(), delta_at("answer").unwrap());
+        let (name, data) = events.last().unwrap();
+        assert!(first < second && second < events.len() - 1, "{p:?}: {text}");
+        let data: Value = serde_json::from_str(data).unwrap();
+        // Each API's own framing, as its docs and SDKs read it.
+        match p {
+            Anthropic => {
+                assert_eq!(name.as_deref(), Some("error"));
+                assert_eq!(data["type"], "error");
+                assert_eq!(data["error"]["type"], "overloaded_error");
+                assert!(!text.contains("message_stop"), "{text}");
+            }
+            OpenAiChat => {
+                assert_eq!(*name, None);
+                assert_eq!(data["error"]["code"], "server_is_overloaded");
+                assert!(!text.contains("[DONE]"), "{text}");
+            }
+            _ => {
+                assert_eq!(name.as_deref(), Some("error"));
+                assert_eq!(data["type"], "error");
+                assert_eq!(data["code"], "server_is_overloaded");
+                assert!(data["sequence_number"].is_u64(), "{data}");
+                assert!(!text.contains("response.completed"), "{text}");
+            }
+        }
+    }
+    // Not streamed, or an API without a mid-stream framing here: the plain error answer.
+    let r = post(
+        &server,
+        path(Anthropic, false),
+        &request(Anthropic, json!([])),
+    )
+    .await;
+    assert_eq!(r.status(), 529);
+    let r = post(&server, path(Gemini, true), &request(Gemini, json!([]))).await;
+    assert_eq!(r.status(), 503);
+    let records = server.requests();
+    let verdicts: Vec<(&Value, &Value, Option<&Value>)> = records
+        .iter()
+        .map(|r| {
+            let v = &r["verdict"];
+            (&v["answer"], &v["status"], v.get("midStream"))
+        })
+        .collect();
+    let cut = (&json!("error"), &json!(200), Some(&json!(true)));
+    assert_eq!(verdicts[..3], [cut, cut, cut]);
+    assert_eq!(verdicts[3], (&json!("error"), &json!(529), None));
+    assert_eq!(verdicts[4], (&json!("error"), &json!(503), None));
+}
+
+#[test]
+fn a_mid_stream_failure_cuts_only_a_text_answer() {
+    let err = Script::from_json(&json!([
+        {"tool_call": {"name": "t"}, "error_mid_stream": "overloaded"}
+    ]))
+    .unwrap_err();
+    assert!(format!("{err:#}").contains("cuts a text answer"), "{err:#}");
+    let err =
+        Script::from_json(&json!([{"chunks": ["a"], "error_mid_stream": "teapot"}])).unwrap_err();
+    assert!(format!("{err:#}").contains("unknown error"), "{err:#}");
+}

@@ -249,7 +249,7 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
 
 /// Fallback turns per runtime at most: its seed scenarios (a turn that retries before it falls
 /// back takes minutes: openclaw's up to 180 s).
-const FALLBACK_CASES_MAX: u64 = 6;
+const FALLBACK_CASES_MAX: u64 = 9;
 
 /// Whether an e2e adapter configures a model fallback (`[fallback]`, `e2e --scenario fallback`).
 fn has_fallback(adapter: &Path) -> bool {

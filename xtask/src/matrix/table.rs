@@ -442,9 +442,9 @@ const E2E_RULES: [&str; 10] = [
 ];
 
 /// The rules a fallback run judges: images across providers (R3) and on the same provider
-/// (R5, R2), a completed tool run again (P4), writes outside its folders, and what the
-/// providers refused.
-const FALLBACK_RULES: [&str; 7] = ["R2", "R3", "R5", "P4", "S5", "B1", "provider"];
+/// (R5, R2), the failed attempt's tool names (P2, P3), a completed tool run again (P4), writes
+/// outside its folders, and what the providers refused.
+const FALLBACK_RULES: [&str; 9] = ["R2", "R3", "R5", "P2", "P3", "P4", "S5", "B1", "provider"];
 
 /// The e2e rules judged only on what a runtime delivered (media).
 const DELIVERY_RULES: [&str; 2] = ["S3", "D3"];

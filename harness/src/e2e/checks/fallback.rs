@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{E2eFinding, Layer};
-use crate::e2e::adapter::PRIMARY_MODEL;
-use crate::e2e::cases::{FailAt, Fallback, ImageSource, tool_run_text};
-use crate::e2e::fallback::Pairing;
 use crate::rule::Rule;
+use crate::e2e::adapter::PRIMARY_MODEL;
+use crate::e2e::cases::{Fallback, ImageSource, tool_run_text};
+use crate::e2e::fallback::Pairing;
 
 /// One image source seen in one request.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -47,7 +47,7 @@ pub struct FallbackSummary {
     pub at_fallback: Vec<Sighting>,
     /// Runs of the tool (the mock MCP server's call log).
     pub tool_runs: usize,
-    /// After-tool failures: whether the fallback's first request holds the completed run's
+    /// Failures after the tool ran: whether the fallback's first request holds the completed run's
     /// result (it was told the tool ran).
     pub told: Option<bool>,
 }
@@ -158,7 +158,7 @@ fn sightings(
 fn carried(source: ImageSource, fallback: &Fallback) -> bool {
     match source {
         ImageSource::Prompt | ImageSource::PersistedPath | ImageSource::RedetectedPath => true,
-        ImageSource::ToolRun1 => fallback.fail_at == FailAt::AfterTool,
+        ImageSource::ToolRun1 => fallback.fail_at.ran_tool(),
         ImageSource::ToolRun2 => false,
     }
 }
@@ -193,7 +193,7 @@ pub fn check_fallback(
         .flat_map(|r| sightings(r, &sources, fallback))
         .collect();
     let run_1 = tool_run_text(1);
-    let told = (fallback.fail_at == FailAt::AfterTool && !to_fallback.is_empty())
+    let told = (fallback.fail_at.ran_tool() && !to_fallback.is_empty())
         .then(|| to_fallback[0]["body"].to_string().contains(&run_1));
     let summary = FallbackSummary {
         primary: format!("{}/{}", pairing.primary.mock, PRIMARY_MODEL),
@@ -287,6 +287,7 @@ pub fn check_fallback(
 mod tests {
     use super::*;
     use crate::e2e::adapter::{FALLBACK_MODEL, Flavour};
+    use crate::e2e::cases::FailAt;
 
     fn flavour(api: &str, mock: &str) -> Flavour {
         Flavour {
@@ -304,6 +305,7 @@ mod tests {
             user_image: true,
             path_image: true,
             tool_image: true,
+            whole_agent: false,
         }
     }
 
@@ -392,6 +394,26 @@ mod tests {
             summary.at_fallback[0].pointer,
             "/messages/0/content/0/image_url/url"
         );
+    }
+
+    #[test]
+    fn a_mid_stream_failure_leaves_the_tool_run_and_its_image_to_the_failed_attempt() {
+        let (a, b) = (
+            flavour("anthropic", "anthropic"),
+            flavour("openai", "openai-chat"),
+        );
+        let pairing = cross(&a, &b);
+        let case = fb(false, FailAt::MidStream, "overloaded");
+        let primary = anthropic(0, "anthropic", "error", json!([]));
+        let leaky = chat(
+            1,
+            "openai-chat",
+            json!([{"role": "tool", "content": format!("{} [{{\"data\":\"{}\"}}]",
+                tool_run_text(1), ImageSource::ToolRun1.base64())}]),
+        );
+        let (summary, findings) = check_fallback(&case, &pairing, &[primary, leaky], 1);
+        assert_eq!(rules(&findings), ["R3"]);
+        assert_eq!(summary.told, Some(true));
     }
 
     #[test]

@@ -1,17 +1,18 @@
 //! S5: nothing a model or a tool result names makes the runtime create, change or delete a file
 //! outside its own folders. Judges the turn's writes (`e2e/writes.rs`) against the
-//! folders its profile gives it, in the case's paths (`Adapter::own_folders`).
+//! folders its profile gives it, in the case's paths (`Adapter::own_folders`); a file left as the
+//! harness itself wrote it during the turn (`by_harness`) is not the runtime's write.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::{E2eFinding, Layer};
+use crate::excerpt::bounded;
+use crate::rule::Rule;
 use crate::e2e::cases::E2eCase;
 use crate::e2e::hostile::{self, Field};
 use crate::e2e::writes::{Writes, Written};
-use crate::excerpt::bounded;
-use crate::rule::Rule;
 
 /// Writes listed in a finding's evidence; the count says how many there were.
 const LISTED: usize = 20;
@@ -33,8 +34,10 @@ pub fn check_writes(
         .iter()
         // A folder made on the way to one of its own (`<root>` for `<root>/data`) is its own.
         .filter(|w| {
-            !own.iter()
-                .any(|f| w.path.starts_with(f) || f.starts_with(&w.path))
+            !w.by_harness
+                && !own
+                    .iter()
+                    .any(|f| w.path.starts_with(f) || f.starts_with(&w.path))
         })
         .collect();
     let first = outside.first()?;
@@ -117,7 +120,32 @@ mod tests {
             size: 3,
             head: "abc".into(),
             head_base64: false,
+            by_harness: false,
         }
+    }
+
+    #[test]
+    fn the_harness_own_write_is_not_counted_and_the_runtimes_to_the_same_path_is() {
+        let case: E2eCase = serde_json::from_value(json!({
+            "id": "c", "about": "", "flavour": 0, "image_input": true,
+            "result": {"content": []}, "reply": ["done"]}))
+        .unwrap();
+        let own = [PathBuf::from("/case/home")];
+        let mut swap = written("/case/workspace/photo.png");
+        swap.change = Change::Changed;
+        swap.by_harness = true;
+        let mut writes = Writes {
+            outside_observed: true,
+            files: vec![swap],
+            truncated: false,
+        };
+        assert_eq!(check_writes(&writes, &own, &case, Path::new("/case")), None);
+        writes.files[0].by_harness = false;
+        let f = check_writes(&writes, &own, &case, Path::new("/case")).expect("S5");
+        assert_eq!(
+            f.reason,
+            "the turn changed <case>/workspace/photo.png outside the runtime's folders"
+        );
     }
 
     #[test]

@@ -269,6 +269,14 @@ fn judge(
         let pairing = Pairing::of(adapter, fb)?;
         let runs = one_turn::read_jsonl(&dir.join(fallback::CALLS))?.len();
         let (s, f) = checks::fallback::check_fallback(fb, &pairing, &requests, runs);
+        findings.extend(checks::failed_tool_names::check_failed_tool_names(
+            &fallback::made_up_names(&spec.case),
+            fb.same_provider,
+            &requests
+                .iter()
+                .filter(|r| pairing.is_fallback(r))
+                .collect::<Vec<_>>(),
+        ));
         write_atomic(
             &dir.join("fallback.json"),
             serde_json::to_vec_pretty(&s)?.as_slice(),

@@ -6,7 +6,10 @@ use crate::script::{Piece, Reply, Turn, splice, split_json, sse};
 use serde_json::{Value, json};
 
 /// The scripted answer to an accepted request, as a message or as the SSE event flow of docs/research/providers.md §1.10.
-pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
+/// `cut` (an error body) ends a streamed text after its deltas with the `error` event
+/// (https://docs.claude.com/en/docs/build-with-claude/streaming#error-events): no block stop,
+/// no `message_stop`.
+pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool, cut: Option<&Value>) -> Reply {
     let model = text_of(request.get("model").unwrap_or(&Value::Null));
     let id = format!("msg_01{}", ids::short());
     let usage = json!({"input_tokens": 25, "output_tokens": 15});
@@ -56,6 +59,10 @@ pub(crate) fn reply(turn: &Turn, request: &Value, stream: bool) -> Reply {
             for piece in turn.pieces() {
                 let delta = json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": Piece::MARK}});
                 event("content_block_delta", &delta, Some(&piece));
+            }
+            if let Some(error) = cut {
+                event("error", error, None);
+                return Reply::sse(out);
             }
         }
         Turn::ToolCall { arguments, .. } => {
