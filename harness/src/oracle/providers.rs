@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::oracle::judge::{Violation, gate};
+use crate::oracle::judge::violation::{Violation, gate};
 use crate::rule::Rule;
 
 /// A violation for every mock provider that would answer 4xx to `blocks` as a tool result.

@@ -10,10 +10,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use super::{E2eFinding, Layer};
-use crate::rule::Rule;
 use crate::e2e::adapter::PRIMARY_MODEL;
 use crate::e2e::cases::{Fallback, ImageSource, tool_run_text};
 use crate::e2e::fallback::Pairing;
+use crate::rule::Rule;
 
 /// One image source seen in one request.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{E2eFinding, Layer};
-use crate::excerpt::bounded;
-use crate::rule::Rule;
 use crate::e2e::cases::E2eCase;
 use crate::e2e::hostile::{self, Field};
 use crate::e2e::writes::{Writes, Written};
+use crate::excerpt::bounded;
+use crate::rule::Rule;
 
 /// Writes listed in a finding's evidence; the count says how many there were.
 const LISTED: usize = 20;

@@ -7,7 +7,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{Violation, gate, kept_directive, kept_directive_violation, s1, shape};
+use super::kept_text::{kept_directive, kept_directive_violation, s1};
+use super::violation::{Violation, gate, shape};
 use crate::excerpt::bounded;
 use crate::oracle::directive::mentions_media;
 use crate::oracle::path::{canonical_media, media_problem};

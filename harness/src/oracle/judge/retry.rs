@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Violation, gate, shape};
+use super::violation::{Violation, gate, shape};
 use crate::excerpt::bounded;
 use crate::rule::Rule;
 

@@ -3,10 +3,10 @@
 
 use serde_json::Value;
 
-use super::{
-    D1_MARKER, Violation, gate, is_insertion, kept_directive, kept_directive_violation, s1, shape,
-    split_keeping,
+use super::kept_text::{
+    D1_MARKER, is_insertion, kept_directive, kept_directive_violation, s1, split_keeping,
 };
+use super::violation::{Violation, gate, shape};
 use crate::excerpt::bounded;
 use crate::oracle::directive::{is_directive_line, lines, may_be_directive};
 use crate::rule::Rule;

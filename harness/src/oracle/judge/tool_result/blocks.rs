@@ -6,7 +6,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
-use super::super::{Violation, gate, keeps, text_survives};
+use super::super::kept_text::{keeps, text_survives};
+use super::super::violation::{Violation, gate};
 use crate::excerpt::bounded;
 use crate::oracle::directive::{may_be_directive, terminators};
 use crate::oracle::image::is_valid_input_image;
@@ -348,11 +349,7 @@ pub fn json_readings(texts: &[&str]) -> Vec<String> {
         let mut next = Vec::new();
         for text in &level {
             if let Ok(value) = serde_json::from_str::<Value>(text) {
-                next.extend(
-                    super::strings(&value)
-                        .into_iter()
-                        .map(|(_, s)| s.to_string()),
-                );
+                next.extend(strings(&value).into_iter().map(|(_, s)| s.to_string()));
             }
         }
         readings.extend(next.iter().cloned());
@@ -558,4 +555,19 @@ fn missing(text: &str, fields: &[Option<&str>], rule: Rule, kind: &str) -> Optio
                 format!("{:?} not in {:?}", bounded(f, 120), bounded(text, 200)),
             )
         })
+}
+
+/// Every string of `v` with the key it stands under, walked with a stack so any depth is safe.
+pub(super) fn strings(v: &Value) -> Vec<(Option<&str>, &str)> {
+    let mut found = Vec::new();
+    let mut stack = vec![(None, v)];
+    while let Some((key, value)) = stack.pop() {
+        match value {
+            Value::String(s) => found.push((key, s.as_str())),
+            Value::Array(items) => stack.extend(items.iter().map(|v| (None, v))),
+            Value::Object(map) => stack.extend(map.iter().map(|(k, v)| (Some(k.as_str()), v))),
+            _ => {}
+        }
+    }
+    found
 }

@@ -9,12 +9,13 @@ mod blocks;
 
 use serde_json::Value;
 
-use super::{Violation, gate, kept_directive, kept_directive_violation, s1, shape};
+use super::kept_text::{kept_directive, kept_directive_violation, s1};
+use super::violation::{Violation, gate, shape};
 use crate::excerpt::bounded;
 use crate::oracle::image::s2_problem;
 use crate::oracle::providers::provider_rejections;
 use crate::rule::Rule;
-use blocks::{blob_text, blocks_match};
+use blocks::{blob_text, blocks_match, strings};
 pub use blocks::{is_blank, json_readings, keeps_information, str_field};
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
@@ -152,21 +153,6 @@ fn structured_content(structured: Option<&Value>, blocks: &[Value], out: &mut Ve
             format!("key {missing:?} missing"),
         ));
     }
-}
-
-/// Every string of `v` with the key it stands under, walked with a stack so any depth is safe.
-fn strings(v: &Value) -> Vec<(Option<&str>, &str)> {
-    let mut found = Vec::new();
-    let mut stack = vec![(None, v)];
-    while let Some((key, value)) = stack.pop() {
-        match value {
-            Value::String(s) => found.push((key, s.as_str())),
-            Value::Array(items) => stack.extend(items.iter().map(|v| (None, v))),
-            Value::Object(map) => stack.extend(map.iter().map(|(k, v)| (Some(k.as_str()), v))),
-            _ => {}
-        }
-    }
-    found
 }
 
 fn is_payload_key(key: Option<&str>) -> bool {
