@@ -327,7 +327,7 @@ impl Adapter {
     }
 
     /// Seconds one turn of `case` may take.
-    pub fn turn_timeout_for(&self, case: &super::cases::E2eCase) -> u64 {
+    pub fn turn_timeout_for(&self, case: &super::case::E2eCase) -> u64 {
         match (&case.fallback, &self.fallback) {
             (Some(_), Some(f)) => f.turn_timeout.unwrap_or(self.turn_timeout),
             _ => self.turn_timeout,

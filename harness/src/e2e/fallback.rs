@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::adapter::{Adapter, FALLBACK_MODEL, Flavour, PRIMARY_MODEL};
 use super::cases::{E2eCase, FailAt, Fallback, ImageSource, PARTIAL_REPLY};
-use super::hostile::{Field, Tool, marker};
+use super::hostile::{Field, Tool};
+use super::marker::marker;
 use super::writes::HarnessWrites;
 
 /// The local image a fallback case's prompt may name, in the case's workspace.

@@ -4,8 +4,9 @@
 use proptest::strategy::ValueTree;
 use serde_json::json;
 
-use super::cases::{E2eCase, FailAt, Fallback, fallback_results, runner};
-use super::hostile::{Call, Field, Tool, marker};
+use super::case::{E2eCase, FailAt, Fallback, fallback_results, runner};
+use super::marker::marker;
+use crate::generate::corners::calls::{Call, Field, Tool};
 
 fn fallback_case(id: &str, about: &str, fallback: Fallback) -> E2eCase {
     E2eCase {

@@ -13,26 +13,10 @@ use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
 use super::adapter::{Adapter, expand};
-use super::cases::E2eCase;
+use super::case::E2eCase;
+use super::marker::marker;
 use super::plant::{Planted, fingerprint};
 pub use crate::generate::corners::calls::{Call, Field, Target, Tool, report_arguments};
-
-/// The marker of `field` in the case whose id is `case`: `nfz`, eight hex digits of the id's
-/// SHA-256 and the field's tag, lower-case alphanumerics only, so that a runtime's sanitizing
-/// of a name keeps it.
-pub fn marker(case: &str, field: Field) -> String {
-    let hex = super::plant::sha256_hex(case.as_bytes());
-    format!("nfz{}{}", &hex[..8], field.tag())
-}
-
-/// The field of case `case` whose marker `text` holds (case-insensitive: a runtime may fold
-/// case), if any.
-pub fn trace(text: &str, case: &str) -> Option<Field> {
-    let text = text.to_ascii_lowercase();
-    Field::ALL
-        .into_iter()
-        .find(|&field| text.contains(&marker(case, field)))
-}
 
 /// The tool a send-style call names when the adapter declares no `[send_tool]`: the call still
 /// goes out, to a tool the runtime does not offer.

@@ -5,6 +5,7 @@
 
 pub mod adapter;
 pub mod baseline;
+pub mod case;
 pub mod cases;
 pub mod checks;
 pub mod driver;
@@ -12,6 +13,7 @@ pub mod fallback;
 pub mod fallback_cases;
 pub mod hostile;
 pub mod install;
+pub mod marker;
 pub mod one_turn;
 pub mod plant;
 pub mod writes;

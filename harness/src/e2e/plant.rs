@@ -12,10 +12,10 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use super::cases::E2eCase;
-use super::hostile::{Field, Target, Tool, trace};
+use super::case::E2eCase;
+use super::marker::{sha256_hex, trace};
+use crate::generate::corners::calls::{Field, Target, Tool};
 use crate::generate::sample_images::tiny;
 use crate::oracle::directive::{directive_lines, lines};
 use crate::oracle::path::{has_scheme, local_problem};
@@ -173,13 +173,6 @@ pub(super) fn fingerprint(
         from_reply: false,
         field: None,
     }
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// `path` with `.` and `..` resolved lexically (the runtime is not trusted to resolve them the

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
-use super::read_json;
+use super::json_file::read_json;
 use crate::campaign::{Finding, Outcome, Sample, Tally};
 use crate::report::upstream::RuntimeId;
 

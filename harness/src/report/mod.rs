@@ -30,6 +30,7 @@
 mod escape;
 mod github;
 mod html;
+mod json_file;
 mod junit;
 mod libfuzzer;
 mod markdown;
@@ -47,10 +48,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use serde::Serialize;
 
+pub use json_file::{read_json, write_json};
 pub use upstream::markdown::upstream_markdown;
-pub(crate) use view::shell_quote;
 pub use view::{E2eCaseView, E2eFindingView, E2eView, StoredFinding, repro_command};
 
 use crate::campaign::Outcome;
@@ -58,23 +58,6 @@ use crate::fs::write_atomic;
 use crate::report::upstream::RuntimeId;
 pub use markdown::rates;
 use view::{CampaignView, finding_file};
-
-/// Writes `value` as pretty JSON (indentation capped: `pretty`), atomically.
-pub fn write_json(path: &Path, value: &impl Serialize) -> Result<()> {
-    let mut bytes = pretty::to_vec(value)?;
-    bytes.push(b'\n');
-    Ok(write_atomic(path, &bytes)?)
-}
-
-/// Reads the JSON document in `path`, nested to any depth: a finding's minimal input may be as
-/// deep as a generated one, past serde_json's recursion limit. Such a value may also be too
-/// deep to drop recursively on an ordinary stack; the CLI runs on one sized for the deepest
-/// generated input (`main.rs`).
-pub fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-    crate::protocol::json::parse_value(&bytes)
-        .with_context(|| format!("{} is not JSON", path.display()))
-}
 
 /// Appends `markdown` to a GitHub Actions step summary. Appended, never replaced: other steps
 /// of the job write to the same file. One `write_all` on a file opened for appending, so the

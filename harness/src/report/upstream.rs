@@ -12,11 +12,11 @@ use anyhow::{Context, Result, bail};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::json_file::read_json;
 use crate::campaign::impact::{Evidence, Impact, Profile, derive};
 use crate::oracle::judge::judged_rules;
 use crate::oracle::mcp_schema as schema;
 use crate::protocol::{Answer, Op};
-use crate::report::read_json;
 use crate::rule::Rule;
 
 /// A runtime of the matrix at one version, as a campaign report records it
@@ -104,7 +104,7 @@ impl RuntimeFile {
         let quoted = |specs: &[String]| {
             specs
                 .iter()
-                .map(|s| crate::report::shell_quote(s))
+                .map(|s| super::view::shell_quote(s))
                 .collect::<Vec<_>>()
                 .join(" ")
         };

@@ -615,24 +615,6 @@ const CIRCLES_LEFT: &[&[&str]] = &[
         "campaign/impact.rs",
         "campaign/shrink.rs",
     ],
-    &[
-        "e2e/adapter.rs",
-        "e2e/cases.rs",
-        "e2e/fallback_cases.rs",
-        "e2e/hostile.rs",
-        "e2e/plant.rs",
-    ],
-    &[
-        "report/html/campaign.rs",
-        "report/html/e2e.rs",
-        "report/html/fuzz.rs",
-        "report/html/mod.rs",
-    ],
-    &[
-        "report/mod.rs",
-        "report/upstream/markdown.rs",
-        "report/upstream.rs",
-    ],
 ];
 
 /// The circles of the crate rooted at `root` that are not inside an allowed one, as paths

@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{Delivered, E2eFinding, Layer};
-use crate::e2e::plant::{Planted, sha256_hex};
+use crate::e2e::marker::sha256_hex;
+use crate::e2e::plant::Planted;
 use crate::excerpt::bounded;
 use crate::oracle::path::has_scheme;
 use crate::rule::Rule;

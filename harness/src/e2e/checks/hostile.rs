@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::{E2eFinding, Layer};
-use crate::e2e::hostile::trace;
+use crate::e2e::marker::trace;
 use crate::excerpt::bounded;
 use crate::rule::Rule;
 
@@ -38,7 +38,8 @@ pub fn check_canary_hits(case: &str, records: &[Value]) -> Vec<E2eFinding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::e2e::hostile::{Field, marker};
+    use crate::e2e::hostile::Field;
+    use crate::e2e::marker::marker;
 
     #[test]
     fn every_canary_hit_is_s3_with_the_field_that_named_it() {

@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::{E2eFinding, Layer};
 use crate::e2e::cases::E2eCase;
-use crate::e2e::hostile::{self, Field};
+use crate::e2e::hostile::Field;
+use crate::e2e::marker;
 use crate::e2e::writes::{Writes, Written};
 use crate::excerpt::bounded;
 use crate::rule::Rule;
@@ -87,10 +88,10 @@ pub fn check_writes(
 }
 
 /// The case field that named the written file: the model's field whose marker the path holds
-/// (`hostile::trace`), else the one of `texts` (field, text) in which the file name (at least 4
+/// (`marker::trace`), else the one of `texts` (field, text) in which the file name (at least 4
 /// characters, so a `1.png` the runtime numbered is not pinned on a field) occurs.
 fn named_by(path: &Path, case_id: &str, texts: &[(&'static str, String)]) -> Option<&'static str> {
-    if let Some(field) = hostile::trace(&path.to_string_lossy(), case_id) {
+    if let Some(field) = marker::trace(&path.to_string_lossy(), case_id) {
         return Some(match field {
             Field::Id => "model's tool-call id",
             Field::Name => "model's tool name",
@@ -182,7 +183,7 @@ mod tests {
              named by the tool result"
         );
         // A path holding the marker of the model's tool-call id is traced to it.
-        let id = hostile::marker("c", Field::Id);
+        let id = marker::marker("c", Field::Id);
         writes
             .files
             .push(written(&format!("/case/escaped-{id}_0.png")));

@@ -3,7 +3,7 @@
 //! "send media to the user" tool naming local files and private or non-https URLs.
 //!
 //! Every hostile value embeds the marker of its field (`{m}` in the tables), which the caller
-//! supplies per case (`e2e::hostile::marker`): a file a turn writes, or a fetch the
+//! supplies per case (`e2e::marker::marker`): a file a turn writes, or a fetch the
 //! canary route sees, is traced back to the field that named it.
 
 use serde::{Deserialize, Serialize};

@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
+use super::layout::{charts, code, header, json_pre, page, pre};
 use super::plot::{Chart, Series};
-use super::{charts, code, header, json_pre, page, pre};
 use crate::campaign::baseline::Standing;
 use crate::campaign::{Finding, Sample};
 use crate::report::escape::{escape, text};

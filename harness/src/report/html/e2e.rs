@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{code, header, json_pre, page};
+use super::layout::{code, header, json_pre, page};
 use crate::report::escape::{escape, text};
 use crate::report::view::E2eView;
 

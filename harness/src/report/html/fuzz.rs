@@ -3,8 +3,8 @@
 
 use std::fmt::Write as _;
 
+use super::layout::{charts, code, header, page, pre};
 use super::plot::{Chart, Series};
-use super::{charts, code, header, page, pre};
 use crate::report::escape::{escape, text};
 use crate::report::libfuzzer::{FuzzRun, FuzzSample, Status};
 
