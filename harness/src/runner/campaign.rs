@@ -32,6 +32,7 @@ use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
 use crate::oracle::signature::{Action, Signature, add_trigger, within};
+use crate::protocol::coverage::{Reached, UnitCoverage};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 use crate::runner::sut::{Sut, Wait};
@@ -185,6 +186,11 @@ pub struct Sample {
     /// Distinct (op, shape of the reference's answer) pairs seen; see `answer_shape`. What the
     /// generated inputs have made the reference do, independent of the SUT.
     pub reference_shapes: u64,
+    /// The runtime's own lines and branches reached (the protocol's coverage extension).
+    #[serde(default)]
+    pub runtime_lines: u64,
+    #[serde(default)]
+    pub runtime_branches: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -209,6 +215,8 @@ pub struct Outcome {
     pub baseline: Option<Judgement>,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
     pub timeline: Vec<Sample>,
+    /// The runtime's coverage of its units, when its SUT offers the coverage extension.
+    pub coverage: Option<Vec<UnitCoverage>>,
 }
 
 impl Outcome {
@@ -386,6 +394,8 @@ struct Shared<'a> {
     shrinks_started: AtomicU64,
     steady_cases: AtomicU64,
     steady_job_us: AtomicU64,
+    /// The runtime's coverage over every job's SUT, if they offer the extension.
+    coverage: Mutex<Option<Reached>>,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -410,10 +420,14 @@ pub fn run<S: Sut>(
         shrinks_started: AtomicU64::new(0),
         steady_cases: AtomicU64::new(0),
         steady_job_us: AtomicU64::new(0),
+        coverage: Mutex::new(None),
     };
     let mut suts = Vec::new();
     for _ in 0..campaign.jobs.max(1) {
         suts.push(make_sut()?);
+    }
+    if let (Ok(mut coverage), Some(sut)) = (shared.coverage.lock(), suts.first()) {
+        *coverage = sut.coverage().cloned();
     }
     let name = suts
         .first()
@@ -492,6 +506,12 @@ pub fn run<S: Sut>(
         fail_on: DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline,
+        coverage: shared
+            .coverage
+            .into_inner()
+            .ok()
+            .flatten()
+            .map(|c| c.report()),
     })
 }
 
@@ -523,6 +543,12 @@ fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
             .sum()
     });
     let progress = shared.progress;
+    let (runtime_lines, runtime_branches) = shared
+        .coverage
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().map(Reached::counts))
+        .unwrap_or_default();
     Sample {
         elapsed_ms: started.elapsed().as_millis() as u64,
         cases: progress.cases.load(Ordering::Relaxed),
@@ -530,6 +556,8 @@ fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
         findings: progress.findings.load(Ordering::Relaxed),
         verdict_cells,
         reference_shapes: shared.shapes.lock().map_or(0, |s| s.len() as u64),
+        runtime_lines,
+        runtime_branches,
     }
 }
 
@@ -720,6 +748,12 @@ fn job_loop<S: Sut>(
             drawn.push((draws.op(n), draws.tree(n, &mut runner)?.current()));
         }
         let sent = send(shared, &mut sut, &draws.ops, drawn, &mut hung, job_started)?;
+        if let (Ok(Some(coverage)), Some(reached)) = (
+            shared.coverage.lock().as_deref_mut().map(Option::as_mut),
+            sut.coverage(),
+        ) {
+            coverage.merge(reached);
+        }
         let count = sent.len();
         let batch: Vec<(Op, &Value)> = sent.iter().map(|c| (c.op, &c.input)).collect();
         let expected = reference.call(&batch)?;

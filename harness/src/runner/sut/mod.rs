@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
+use crate::protocol::coverage::Reached;
 use crate::protocol::{Answer, Fault, Handshake, Op, parse_answer_line};
 use lines::Next;
 use patience::Patience;
@@ -72,6 +73,12 @@ pub trait Sut: Send {
     fn hang_cost(&self) -> Duration {
         Duration::ZERO
     }
+
+    /// The runtime's own coverage its answers reported so far, for a SUT that offers the
+    /// protocol's coverage extension.
+    fn coverage(&self) -> Option<&Reached> {
+        None
+    }
 }
 
 /// How long each answer of a call is waited for.
@@ -114,6 +121,10 @@ impl Sut for Box<dyn Sut> {
 
     fn hang_cost(&self) -> Duration {
         (**self).hang_cost()
+    }
+
+    fn coverage(&self) -> Option<&Reached> {
+        (**self).coverage()
     }
 }
 
@@ -203,6 +214,9 @@ pub struct ProcessSut {
     hang_cost: Duration,
     /// The process was killed for a hang: its restart is a hang's cost too.
     after_hang: bool,
+    /// What the answers reached, when the handshake offered the coverage extension (a
+    /// restarted process's coverage adds to it).
+    coverage: Option<Reached>,
 }
 
 /// How one attempt at (the rest of) a batch ended.
@@ -244,6 +258,7 @@ impl ProcessSut {
             );
         }
         Ok(Self {
+            coverage: Reached::offered(handshake.coverage.as_ref()),
             argv,
             options,
             handshake,
@@ -315,7 +330,10 @@ impl ProcessSut {
             let running = self.running()?;
             let answer = match next_answer(running, deadline, first_id + i as u64, max_answer_bytes)
             {
-                Some(answer) => {
+                Some((answer, covered)) => {
+                    if let (Some(reached), Some(covered)) = (&mut self.coverage, covered) {
+                        reached.fold(&covered);
+                    }
                     if !matches!(answer, Answer::Fault(_)) {
                         self.patience.answered(op, started.elapsed());
                     }
@@ -351,15 +369,16 @@ impl ProcessSut {
     }
 }
 
-/// The answer to request `id` (a fault among them), or `None` when `deadline` passed first.
+/// The answer to request `id` (a fault among them) and the coverage it reported, or `None` when
+/// `deadline` passed first.
 fn next_answer(
     running: &mut Running,
     deadline: Instant,
     id: u64,
     max_answer_bytes: usize,
-) -> Option<Answer> {
-    Some(match running.next_line(deadline) {
-        Ok(Next::Line(line)) => parse_answer_line(line, id),
+) -> Option<(Answer, Option<Value>)> {
+    let fault = match running.next_line(deadline) {
+        Ok(Next::Line(line)) => return Some(parse_answer_line(line, id)),
         Ok(Next::TimedOut) => return None,
         Ok(Next::Oversized(head)) => Answer::Fault(Fault::Protocol {
             line: format!(
@@ -375,7 +394,8 @@ fn next_answer(
             status: format!("stdout unreadable: {e}"),
             stderr: running.stderr_tail(),
         }),
-    })
+    };
+    Some((fault, None))
 }
 
 fn millis(d: Duration) -> u64 {
@@ -418,6 +438,10 @@ impl Sut for ProcessSut {
 
     fn hang_cost(&self) -> Duration {
         self.hang_cost
+    }
+
+    fn coverage(&self) -> Option<&Reached> {
+        self.coverage.as_ref()
     }
 }
 

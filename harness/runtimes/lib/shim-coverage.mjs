@@ -1,0 +1,199 @@
+// The SUT protocol's coverage extension (docs/spec/sut-protocol.md, "Coverage"), for Node shims.
+//
+// normfuzz names what to measure in NORMFUZZ_COVERAGE: one scope per line (or comma),
+// `<file glob>` or `<file glob>:<function name>`, the glob matched against the end of a script's
+// path (`dist/mcp-content-*.mjs:projectMcpCallToolResult`; a `Class.method` name matches V8's
+// `method`). Without it nothing is measured and the handshake offers nothing.
+//
+// V8's precise coverage in binary mode with block granularity (`node:inspector`, in process):
+// importing this module starts it, before the runtime's code is compiled. Each take reports
+// only the functions that ran since the previous one, each as nested ranges whose innermost
+// count says whether a position ran; the positions that ran accumulate per unit. A line is
+// reached when its first non-blank character ran. A branch is a block range V8 reported inside
+// the unit: V8 lists a block only once some take saw it not run, so the branch total grows as the
+// run goes (`branchTotal` in the answers) and the handshake sends `branches: null`.
+
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { Session } from "node:inspector";
+import { fileURLToPath } from "node:url";
+
+const VERSION = 1;
+const spec = process.env.NORMFUZZ_COVERAGE ?? "";
+const session = spec.trim() ? new Session() : null;
+
+/** `session.post`, which answers synchronously for the in-process session. */
+function post(method, params = {}) {
+  let error;
+  let result;
+  session.post(method, params, (err, res) => {
+    error = err;
+    result = res;
+  });
+  if (error) throw error;
+  return result;
+}
+
+if (session) {
+  session.connect();
+  post("Profiler.enable");
+  post("Profiler.startPreciseCoverage", { callCount: false, detailed: true });
+}
+
+/** A glob (`*` within a path segment) as a RegExp matched against the end of a path. */
+function globTail(glob) {
+  const body = glob.replace(/^\/+/, "").split("*").map((part) => part.replace(/[.+?^${}()|[\]\\]/g, "\\$&"));
+  return new RegExp(`(^|/)${body.join("[^/]*")}$`);
+}
+
+/** [start, end, count] segments, disjoint and sorted, from a take's properly nested ranges. */
+function flatten(ranges) {
+  const sorted = [...ranges].sort((a, b) => a.startOffset - b.startOffset || b.endOffset - a.endOffset);
+  const out = [];
+  const stack = [];
+  let at = -1;
+  const emitTo = (end) => {
+    while (stack.length && at < end) {
+      const top = stack[stack.length - 1];
+      const stop = Math.min(end, top.endOffset);
+      if (stop > at) out.push([at, stop, top.count]);
+      at = stop;
+      if (at >= top.endOffset) stack.pop();
+    }
+    at = Math.max(at, end);
+  };
+  for (const range of sorted) {
+    emitTo(range.startOffset);
+    stack.push(range);
+    at = range.startOffset;
+  }
+  emitTo(Infinity);
+  return out;
+}
+
+class Unit {
+  constructor(name, file, source, start, end) {
+    Object.assign(this, { name, file, start, end });
+    // Line number -> offset of its first non-blank character, for the unit's non-blank lines.
+    this.lines = new Map();
+    let offset = 0;
+    source.split("\n").forEach((text, i) => {
+      const lineEnd = offset + text.length;
+      const first = offset + text.search(/\S/);
+      if (text.trim() && lineEnd > start && first < end) this.lines.set(i + 1, Math.max(first, start));
+      offset = lineEnd + 1;
+    });
+    this.ran = []; // disjoint [start, end) intervals that ran, sorted
+    this.seenLines = new Set();
+    this.blocks = new Set(); // "start-end" of every block range seen
+    this.seenBlocks = new Set();
+  }
+
+  hasRun(offset) {
+    return this.ran.some(([s, e]) => s <= offset && offset < e);
+  }
+
+  /** Folds one take's ranges of this unit in; answers what it newly reached. */
+  fold(ranges) {
+    let grew = false;
+    for (const r of ranges) {
+      const id = `${r.startOffset}-${r.endOffset}`;
+      if (r.startOffset > this.start && !this.blocks.has(id) && !r.isFunction) {
+        this.blocks.add(id);
+        grew = true;
+      }
+    }
+    for (const [s, e, count] of flatten(ranges)) {
+      if (count > 0) this.ran.push([Math.max(s, this.start), Math.min(e, this.end)]);
+    }
+    this.ran.sort((a, b) => a[0] - b[0]);
+    this.ran = this.ran.reduce((merged, [s, e]) => {
+      const last = merged[merged.length - 1];
+      if (last && s <= last[1]) last[1] = Math.max(last[1], e);
+      else merged.push([s, e]);
+      return merged;
+    }, []);
+    const lines = [];
+    for (const [line, offset] of this.lines) {
+      if (!this.seenLines.has(line) && this.hasRun(offset)) {
+        this.seenLines.add(line);
+        lines.push(line);
+      }
+    }
+    const branches = [];
+    for (const id of this.blocks) {
+      if (!this.seenBlocks.has(id) && this.hasRun(Number(id.split("-")[0]))) {
+        this.seenBlocks.add(id);
+        branches.push(id);
+      }
+    }
+    if (!lines.length && !branches.length && !grew) return null;
+    return { lines, branches, ...(grew ? { branchTotal: this.blocks.size } : {}) };
+  }
+}
+
+export class Coverage {
+  /** The units NORMFUZZ_COVERAGE names among the scripts loaded by now, or null. */
+  static fromEnv() {
+    if (!session) return null;
+    const scopes = spec
+      .split(/[\n,]/)
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map((s) => {
+        const colon = s.lastIndexOf(":");
+        return colon > 0 ? [globTail(s.slice(0, colon)), s.slice(colon + 1)] : [globTail(s), null];
+      });
+    const units = [];
+    for (const script of post("Profiler.takePreciseCoverage").result) {
+      if (!script.url.startsWith("file:")) continue;
+      const file = fileURLToPath(script.url);
+      for (const [glob, fn] of scopes) {
+        if (!glob.test(file)) continue;
+        const source = readFileSync(file, "utf8");
+        const wanted = fn?.split(".").pop();
+        for (const f of script.functions) {
+          if (fn ? f.functionName !== wanted : f.ranges[0].startOffset !== 0) continue;
+          const [{ startOffset, endOffset }] = f.ranges;
+          units.push(new Unit(`${path.basename(file)}:${fn ?? "(file)"}`, file, source, startOffset, endOffset));
+        }
+      }
+    }
+    if (!units.length) {
+      process.stderr.write(`NORMFUZZ_COVERAGE names nothing loaded: ${JSON.stringify(spec)}\n`);
+      return null;
+    }
+    return new Coverage(units);
+  }
+
+  constructor(units) {
+    this.units = units;
+  }
+
+  offer() {
+    return {
+      version: VERSION,
+      units: this.units.map((u) => ({ name: u.name, file: u.file, lines: [...u.lines.keys()], branches: null })),
+    };
+  }
+
+  /** What the code run since the last call newly reached, per unit index; null if nothing. */
+  take() {
+    const found = {};
+    const scripts = post("Profiler.takePreciseCoverage").result;
+    this.units.forEach((unit, i) => {
+      const ranges = [];
+      for (const script of scripts) {
+        if (!script.url.startsWith("file:") || fileURLToPath(script.url) !== unit.file) continue;
+        for (const f of script.functions) {
+          f.ranges.forEach((r, k) => {
+            if (r.startOffset >= unit.start && r.endOffset <= unit.end) ranges.push({ ...r, isFunction: k === 0 });
+          });
+        }
+      }
+      const entry = ranges.length ? unit.fold(ranges) : null;
+      if (entry) found[i] = entry;
+    });
+    return Object.keys(found).length ? found : null;
+  }
+}
