@@ -5,10 +5,12 @@
 // path (`dist/mcp-content-*.mjs:projectMcpCallToolResult`; a `Class.method` name matches V8's
 // `method`). Without it nothing is measured and the handshake offers nothing.
 //
-// V8's precise coverage in binary mode with block granularity (`node:inspector`, in process):
-// importing this module starts it, before the runtime's code is compiled. Each take reports
-// only the functions that ran since the previous one, each as nested ranges whose innermost
-// count says whether a position ran; the positions that ran accumulate per unit. A line is
+// V8's precise coverage with block granularity (`node:inspector`, in process): importing this
+// module starts it, before the runtime's code is compiled. Each take reports the functions that
+// ran since the previous one (and resets the counts), each as nested ranges whose innermost
+// count says whether a position ran; the positions that ran accumulate per unit. Call counts
+// are on: in binary mode (`callCount: false`) Node 20 and 24 leave out of a take a function
+// that ran again after an earlier take, so a block first reached then is never reported. A line is
 // reached when its first non-blank character ran. A branch is a block range V8 reported inside
 // the unit: V8 lists a block only once some take saw it not run, so the branch total grows as the
 // run goes (`branchTotal` in the answers) and the handshake sends `branches: null`.
@@ -37,7 +39,7 @@ function post(method, params = {}) {
 if (session) {
   session.connect();
   post("Profiler.enable");
-  post("Profiler.startPreciseCoverage", { callCount: false, detailed: true });
+  post("Profiler.startPreciseCoverage", { callCount: true, detailed: true });
 }
 
 /** A glob (`*` within a path segment) as a RegExp matched against the end of a path. */

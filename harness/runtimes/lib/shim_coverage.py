@@ -57,11 +57,12 @@ def _arcs(code):
     """The line arcs out of `code`'s conditional jumps: both outcomes of each."""
     lines = _line_of(code)
     arcs = set()
-    for ins in dis.get_instructions(code):
+    instructions = list(dis.get_instructions(code))  # inline caches left out
+    for ins, after in zip(instructions, instructions[1:]):
         if "IF" not in ins.opname and ins.opname != "FOR_ITER":
             continue
         src = lines.get(ins.offset)
-        for dest in (ins.argval, ins.offset + 2):
+        for dest in (ins.argval, after.offset):
             to = lines.get(dest) if isinstance(dest, int) else None
             if src is not None and to is not None and to != src:
                 arcs.add((src, to))
