@@ -27,6 +27,7 @@
 //!   findings, repro commands), `matrix.rs` (rule × op), `libfuzzer.rs` (libFuzzer logs,
 //!   parsed) and `merge.rs` (shard reports read back and joined).
 
+mod coverage;
 mod escape;
 mod github;
 mod html;
