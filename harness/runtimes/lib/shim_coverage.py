@@ -16,8 +16,8 @@ answer (the new coverage since the previous call), both `None` when not measurin
 """
 
 import dis
-import fnmatch
 import os
+import re
 import sys
 
 VERSION = 1
@@ -229,9 +229,12 @@ class Coverage:
 
 
 def _loaded_files(pattern):
+    """The loaded modules' files whose path ends with `pattern` (`*` within one segment)."""
+    parts = (re.escape(part) for part in pattern.lstrip("/").split("*"))
+    tail = re.compile("(^|/)" + "[^/]*".join(parts) + "$")
     files = set()
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if file and file.endswith(".py") and fnmatch.fnmatch(file, "*/" + pattern.lstrip("/")):
+        if file and file.endswith(".py") and tail.search(file):
             files.add(file)
     return sorted(files)
