@@ -1,6 +1,7 @@
 // The SUT protocol's coverage extension (docs/spec/sut-protocol.md, "Coverage"), for Node shims.
 //
-// normfuzz names what to measure in NORMFUZZ_COVERAGE: one scope per line (or comma),
+// normfuzz names what to measure in NORMFUZZ_COVERAGE (or the shim in `Coverage.fromEnv`'s
+// argument, when the variable is unset): one scope per line (or comma),
 // `<file glob>` or `<file glob>:<function name>`, the glob matched against the end of a script's
 // path (`dist/mcp-content-*.mjs:projectMcpCallToolResult`; a `Class.method` name matches V8's
 // `method`). Without it nothing is measured and the handshake offers nothing.
@@ -21,8 +22,7 @@ import { Session } from "node:inspector";
 import { fileURLToPath } from "node:url";
 
 const VERSION = 1;
-const spec = process.env.NORMFUZZ_COVERAGE ?? "";
-const session = spec.trim() ? new Session() : null;
+let session;
 
 /** `session.post`, which answers synchronously for the in-process session. */
 function post(method, params = {}) {
@@ -36,10 +36,18 @@ function post(method, params = {}) {
   return result;
 }
 
-if (session) {
-  session.connect();
-  post("Profiler.enable");
-  post("Profiler.startPreciseCoverage", { callCount: true, detailed: true });
+// Started at import, before the runtime's code loads: a function that ran before the start
+// gets no block ranges, and a script loaded before it is not listed until its functions run.
+// `Coverage.fromEnv` stops it when nothing is named.
+session = new Session();
+session.connect();
+post("Profiler.enable");
+post("Profiler.startPreciseCoverage", { callCount: true, detailed: true });
+
+function stop() {
+  post("Profiler.stopPreciseCoverage");
+  post("Profiler.disable");
+  session.disconnect();
 }
 
 /** A glob (`*` within a path segment) as a RegExp matched against the end of a path. */
@@ -89,20 +97,22 @@ class Unit {
     this.seenLines = new Set();
     this.blocks = new Set(); // "start-end" of every block range seen
     this.seenBlocks = new Set();
+    this.newLines = [];
+    this.newBlocks = [];
+    this.grew = false;
   }
 
   hasRun(offset) {
     return this.ran.some(([s, e]) => s <= offset && offset < e);
   }
 
-  /** Folds one take's ranges of this unit in; answers what it newly reached. */
+  /** Folds one take's ranges of this unit in; what it newly reached waits for `drain`. */
   fold(ranges) {
-    let grew = false;
     for (const r of ranges) {
       const id = `${r.startOffset}-${r.endOffset}`;
       if (r.startOffset > this.start && !this.blocks.has(id) && !r.isFunction) {
         this.blocks.add(id);
-        grew = true;
+        this.grew = true;
       }
     }
     for (const [s, e, count] of flatten(ranges)) {
@@ -115,29 +125,43 @@ class Unit {
       else merged.push([s, e]);
       return merged;
     }, []);
-    const lines = [];
     for (const [line, offset] of this.lines) {
       if (!this.seenLines.has(line) && this.hasRun(offset)) {
         this.seenLines.add(line);
-        lines.push(line);
+        this.newLines.push(line);
       }
     }
-    const branches = [];
     for (const id of this.blocks) {
       if (!this.seenBlocks.has(id) && this.hasRun(Number(id.split("-")[0]))) {
         this.seenBlocks.add(id);
-        branches.push(id);
+        this.newBlocks.push(id);
       }
     }
-    if (!lines.length && !branches.length && !grew) return null;
-    return { lines, branches, ...(grew ? { branchTotal: this.blocks.size } : {}) };
+  }
+
+  /** What was newly reached since the last drain, as an answer's entry; null if nothing. */
+  drain() {
+    if (!this.newLines.length && !this.newBlocks.length && !this.grew) return null;
+    const entry = { lines: this.newLines, branches: this.newBlocks };
+    if (this.grew) entry.branchTotal = this.blocks.size;
+    this.newLines = [];
+    this.newBlocks = [];
+    this.grew = false;
+    return entry;
   }
 }
 
 export class Coverage {
-  /** The units NORMFUZZ_COVERAGE names among the scripts loaded by now, or null. */
-  static fromEnv() {
-    if (!session) return null;
+  /**
+   * The units NORMFUZZ_COVERAGE (else `fallback`, a shim's own scopes) names among the scripts
+   * loaded by now, or null when neither names any.
+   */
+  static fromEnv(fallback = "") {
+    const spec = process.env.NORMFUZZ_COVERAGE?.trim() ? process.env.NORMFUZZ_COVERAGE : fallback;
+    if (!spec.trim()) {
+      stop();
+      return null;
+    }
     const scopes = spec
       .split(/[\n,]/)
       .map((s) => s.trim())
@@ -147,7 +171,9 @@ export class Coverage {
         return colon > 0 ? [globTail(s.slice(0, colon)), s.slice(colon + 1)] : [globTail(s), null];
       });
     const units = [];
-    for (const script of post("Profiler.takePreciseCoverage").result) {
+    // The first take: what ran while the runtime loaded (a file's top level) counts too.
+    const scripts = post("Profiler.takePreciseCoverage").result;
+    for (const script of scripts) {
       if (!script.url.startsWith("file:")) continue;
       const file = fileURLToPath(script.url);
       for (const [glob, fn] of scopes) {
@@ -163,9 +189,12 @@ export class Coverage {
     }
     if (!units.length) {
       process.stderr.write(`NORMFUZZ_COVERAGE names nothing loaded: ${JSON.stringify(spec)}\n`);
+      stop();
       return null;
     }
-    return new Coverage(units);
+    const coverage = new Coverage(units);
+    coverage.fold(scripts);
+    return coverage;
   }
 
   constructor(units) {
@@ -181,9 +210,18 @@ export class Coverage {
 
   /** What the code run since the last call newly reached, per unit index; null if nothing. */
   take() {
+    this.fold(post("Profiler.takePreciseCoverage").result);
     const found = {};
-    const scripts = post("Profiler.takePreciseCoverage").result;
     this.units.forEach((unit, i) => {
+      const entry = unit.drain();
+      if (entry) found[i] = entry;
+    });
+    return Object.keys(found).length ? found : null;
+  }
+
+  /** Folds a take's ranges into each unit they fall in. */
+  fold(scripts) {
+    for (const unit of this.units) {
       const ranges = [];
       for (const script of scripts) {
         if (!script.url.startsWith("file:") || fileURLToPath(script.url) !== unit.file) continue;
@@ -193,9 +231,7 @@ export class Coverage {
           });
         }
       }
-      const entry = ranges.length ? unit.fold(ranges) : null;
-      if (entry) found[i] = entry;
-    });
-    return Object.keys(found).length ? found : null;
+      if (ranges.length) unit.fold(ranges);
+    }
   }
 }

@@ -1,18 +1,20 @@
 """The SUT protocol's coverage extension (docs/spec/sut-protocol.md, "Coverage"), for Python shims.
 
-normfuzz names what to measure in the environment variable NORMFUZZ_COVERAGE: one scope per line
-(or comma), `<file glob>` or `<file glob>:<qualified function name>`, the glob matched against the
-end of a module's path (`pydantic_ai/mcp.py:_map_mcp_call_tool_result`). Without it nothing is
-measured and the handshake offers nothing.
+normfuzz names what to measure in the environment variable NORMFUZZ_COVERAGE (or the shim, in
+`Coverage.from_env`'s argument, when it is unset): one scope per line (or comma), `<file glob>`
+or `<file glob>:<qualified function name>`, the glob matched against the end of a module's path
+(`pydantic_ai/mcp.py:_map_mcp_call_tool_result`). Without one nothing is measured and the
+handshake offers nothing.
 
-Lines are the code objects' own (`co_lines`; entering a function reaches its first line); a branch is a line-to-line arc out of a
-conditional jump (`dis`), named "<from>><to>". On Python 3.12+ `sys.monitoring` reports LINE and
-BRANCH events and each location is disabled (`DISABLE`) once it has told all it can, so code
-that ran before costs nothing again; older Pythons fall back to `sys.settrace`, which traces
-only frames of the named files. Arcs within one line are left out: a line tracer cannot see them.
+Lines are the code objects' own (`co_lines`; entering a function reaches its first line); a
+branch is a line-to-line arc out of a conditional jump (`dis`), named "<from>><to>". On Python
+3.12+ `sys.monitoring` reports LINE and BRANCH events and each location is disabled (`DISABLE`)
+once it has told all it can, so code that ran before costs nothing again; older Pythons fall
+back to `sys.settrace`, which traces only frames of the named files. Arcs within one line are
+left out: a line tracer cannot see them.
 
-Usage: `cov = Coverage.from_env()`; `cov.offer()` goes into the handshake, `cov.take()` into each
-answer (the new coverage since the previous call), both `None` when not measuring.
+Usage: `cov = Coverage.from_env()` once the runtime is imported; `cov.offer()` goes into the
+handshake, `cov.take()` into each answer (what is new since the previous call, or None).
 """
 
 import dis
@@ -99,9 +101,10 @@ class Coverage:
         self.seen_arcs = set()
 
     @classmethod
-    def from_env(cls):
-        """Measures the scopes NORMFUZZ_COVERAGE names in the modules loaded by now, or None."""
-        spec = os.environ.get("NORMFUZZ_COVERAGE", "")
+    def from_env(cls, fallback=""):
+        """Measures the scopes NORMFUZZ_COVERAGE (else `fallback`, a shim's own scopes) names in
+        the modules loaded by now; None when neither names any."""
+        spec = os.environ.get("NORMFUZZ_COVERAGE", "").strip() or fallback
         if not spec.strip():
             return None
         units = []
