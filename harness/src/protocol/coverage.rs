@@ -68,13 +68,15 @@ impl Reached {
         })
     }
 
-    /// Folds in one answer's `coverage`: `{"<unit index>": {"lines", "branches", "branchTotal"?}}`.
-    /// Entries naming no offered unit, and malformed entries, are skipped: coverage only steers
-    /// and reports, it never faults a SUT.
-    pub fn fold(&mut self, delta: &Value) {
+    /// Folds in one answer's `coverage`: `{"<unit index>": {"lines", "branches", "branchTotal"?}}`;
+    /// answers whether it reached a line or branch not reached before. Entries naming no offered
+    /// unit, and malformed entries, are skipped: coverage only steers and reports, it never
+    /// faults a SUT.
+    pub fn fold(&mut self, delta: &Value) -> bool {
         let Some(units) = delta.as_object() else {
-            return;
+            return false;
         };
+        let mut new = false;
         for (index, entry) in units {
             let (Ok(i), Ok(entry)) = (index.parse::<usize>(), UnitDelta::deserialize(entry)) else {
                 continue;
@@ -82,13 +84,18 @@ impl Reached {
             if i >= self.units.len() {
                 continue;
             }
-            self.lines[i].extend(entry.lines);
-            self.branches[i].extend(entry.branches);
+            for line in entry.lines {
+                new |= self.lines[i].insert(line);
+            }
+            for branch in entry.branches {
+                new |= self.branches[i].insert(branch);
+            }
             if let Some(total) = entry.branch_total {
                 let known = &mut self.branch_totals[i];
                 *known = Some(known.map_or(total, |k| k.max(total)));
             }
         }
+        new
     }
 
     /// Adds what `other` (another job's SUT, of the same units) reached.
@@ -203,9 +210,10 @@ mod tests {
     #[test]
     fn folds_answers_into_per_unit_coverage() {
         let mut reached = Reached::offered(Some(&offer())).expect("version 1 offer");
-        reached.fold(&json!({"0": {"lines": [1, 3], "branches": ["1>3"]}}));
-        reached.fold(&json!({"1": {"lines": [7], "branches": ["10-20"], "branchTotal": 3}}));
-        reached.fold(&json!({"9": {"lines": [1]}, "x": {}, "0": "junk"}));
+        assert!(reached.fold(&json!({"0": {"lines": [1, 3], "branches": ["1>3"]}})));
+        assert!(reached.fold(&json!({"1": {"lines": [7], "branches": ["10-20"], "branchTotal": 3}})));
+        assert!(!reached.fold(&json!({"9": {"lines": [1]}, "x": {}, "0": "junk"})));
+        assert!(!reached.fold(&json!({"0": {"lines": [3], "branches": ["1>3"]}})), "nothing new");
         assert_eq!(reached.counts(), (3, 2));
         let report = reached.report();
         assert_eq!(report[0].unreached, vec![2]);

@@ -35,6 +35,7 @@ use crate::oracle::signature::{Action, Signature, add_trigger, within};
 use crate::protocol::coverage::{Reached, UnitCoverage};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
+use crate::runner::steer::{self, Corpus};
 use crate::runner::sut::{Sut, Wait};
 
 pub use super::shrink::{finding_id, replay};
@@ -72,6 +73,16 @@ pub struct Campaign {
     /// When not empty, the campaign runs exactly these cases of its one op, in order (`cases`
     /// is their count), instead of drawing any: real servers' results (`conform --inputs`).
     pub inputs: Vec<Input>,
+    /// Coverage steering (`runner/steer.rs`): a share of each batch mutated from the inputs
+    /// that reached new runtime coverage; with a folder, the corpus kept there across runs.
+    pub steer: Option<Steer>,
+}
+
+/// How a campaign is steered by the runtime's coverage.
+#[derive(Debug, Clone, Default)]
+pub struct Steer {
+    /// `--corpus DIR`: loaded first, new entries written there at the end.
+    pub corpus: Option<std::path::PathBuf>,
 }
 
 /// One case of a fixed list: its input and where it came from (a finding it shows first names
@@ -396,6 +407,8 @@ struct Shared<'a> {
     steady_job_us: AtomicU64,
     /// The runtime's coverage over every job's SUT, if they offer the extension.
     coverage: Mutex<Option<Reached>>,
+    /// The steering corpus, when the campaign is steered.
+    corpus: Option<Corpus>,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -421,6 +434,10 @@ pub fn run<S: Sut>(
         steady_cases: AtomicU64::new(0),
         steady_job_us: AtomicU64::new(0),
         coverage: Mutex::new(None),
+        corpus: match &campaign.steer {
+            Some(steer) => Some(Corpus::load(steer.corpus.as_deref())?),
+            None => None,
+        },
     };
     let mut suts = Vec::new();
     for _ in 0..campaign.jobs.max(1) {
@@ -481,6 +498,9 @@ pub fn run<S: Sut>(
         Ok(timeline)
     })?;
     timeline.push(sample(&shared, started));
+    if let Some(corpus) = &shared.corpus {
+        corpus.save()?;
+    }
     let mut findings: Vec<Finding> = shared
         .findings
         .into_inner()
@@ -608,6 +628,9 @@ fn answer_shape(answer: &Answer) -> u64 {
     h.finish()
 }
 
+/// Set in the job number of the RNG that steering's mutations draw from.
+const STEER_STREAM: u64 = 1 << 63;
+
 fn rng_for(seed: u64, job: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
@@ -634,6 +657,8 @@ struct ShrinkRequest {
     hang: bool,
     /// The job's calibrated time-out for the op: the shrinker's own SUT has not measured it.
     wait: Wait,
+    /// A steered case's input (a mutant is not drawn again): shrunk by whole-part edits only.
+    steered: Option<Value>,
 }
 
 /// The ops a job runs and where their cases come from: proptest strategies with the
@@ -715,6 +740,8 @@ fn job_loop<S: Sut>(
         return Ok(());
     }
     let mut runner = TestRunner::new_with_rng(draws.config.clone(), rng_for(campaign.seed, job));
+    // Mutations draw from an RNG of their own: the generated cases stay those of the seed.
+    let mut steer_rng = rng_for(campaign.seed, job | STEER_STREAM);
     let mut reference = crate::runner::sut::ReferenceSut;
     let job_started = Instant::now();
     // The ops whose cases hung in this job.
@@ -747,7 +774,15 @@ fn job_loop<S: Sut>(
         for n in first..first + count as u64 {
             drawn.push((draws.op(n), draws.tree(n, &mut runner)?.current()));
         }
+        let steered = shared.corpus.as_ref().map_or_else(HashSet::new, |corpus| {
+            steer::replace_share(corpus, &mut drawn, &mut steer_rng)
+        });
         let sent = send(shared, &mut sut, &draws.ops, drawn, &mut hung, job_started)?;
+        if let Some(corpus) = &shared.corpus {
+            for (op, input) in sut.take_novel() {
+                corpus.add(op, input, &mut steer_rng);
+            }
+        }
         if let (Ok(Some(coverage)), Some(reached)) = (
             shared.coverage.lock().as_deref_mut().map(Option::as_mut),
             sut.coverage(),
@@ -843,6 +878,9 @@ fn job_loop<S: Sut>(
                 index: case.index,
                 hang: case.answer.is_hang(),
                 wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
+                steered: steered
+                    .contains(&case.index)
+                    .then(|| case.input.clone()),
             });
         }
         let all_running = shared.running.load(Ordering::SeqCst) == campaign.jobs.max(1) as u64;
@@ -971,6 +1009,9 @@ fn shrink_loop<S: Sut>(
         let mut tree = draws.tree(request.first, &mut runner)?;
         for n in request.first + 1..=request.first + request.index as u64 {
             tree = draws.tree(n, &mut runner)?;
+        }
+        if let Some(input) = request.steered {
+            tree = Box::new(Just(input).new_tree(&mut runner).map_err(|e| anyhow::anyhow!("{e}"))?);
         }
         let op = request.key.0;
         let shrinking = Instant::now();

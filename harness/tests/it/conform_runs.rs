@@ -22,6 +22,7 @@ fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
         shard: Shard::WHOLE,
         baseline: None,
         inputs: Vec::new(),
+        steer: None,
     }
 }
 

@@ -79,7 +79,16 @@ pub trait Sut: Send {
     fn coverage(&self) -> Option<&Reached> {
         None
     }
+
+    /// The requests whose answers reached coverage not reached before, since the last call
+    /// (at most `NOVEL_KEEP`): what coverage steering learns from.
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        Vec::new()
+    }
 }
+
+/// Novel requests a SUT keeps between two `take_novel` calls (a shrinker's SUT is never asked).
+const NOVEL_KEEP: usize = 64;
 
 /// How long each answer of a call is waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +134,10 @@ impl Sut for Box<dyn Sut> {
 
     fn coverage(&self) -> Option<&Reached> {
         (**self).coverage()
+    }
+
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        (**self).take_novel()
     }
 }
 
@@ -217,6 +230,8 @@ pub struct ProcessSut {
     /// What the answers reached, when the handshake offered the coverage extension (a
     /// restarted process's coverage adds to it).
     coverage: Option<Reached>,
+    /// Requests whose answers reached new coverage, until `take_novel`.
+    novel: Vec<(Op, Value)>,
 }
 
 /// How one attempt at (the rest of) a batch ended.
@@ -259,6 +274,7 @@ impl ProcessSut {
         }
         Ok(Self {
             coverage: Reached::offered(handshake.coverage.as_ref()),
+            novel: Vec::new(),
             argv,
             options,
             handshake,
@@ -331,8 +347,11 @@ impl ProcessSut {
             let answer = match next_answer(running, deadline, first_id + i as u64, max_answer_bytes)
             {
                 Some((answer, covered)) => {
-                    if let (Some(reached), Some(covered)) = (&mut self.coverage, covered) {
-                        reached.fold(&covered);
+                    if let (Some(reached), Some(covered)) = (&mut self.coverage, covered)
+                        && reached.fold(&covered)
+                        && self.novel.len() < NOVEL_KEEP
+                    {
+                        self.novel.push((op, batch[i].1.clone()));
                     }
                     if !matches!(answer, Answer::Fault(_)) {
                         self.patience.answered(op, started.elapsed());
@@ -442,6 +461,10 @@ impl Sut for ProcessSut {
 
     fn coverage(&self) -> Option<&Reached> {
         self.coverage.as_ref()
+    }
+
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        std::mem::take(&mut self.novel)
     }
 }
 
