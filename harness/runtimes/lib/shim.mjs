@@ -60,9 +60,9 @@ export function serve(name, handlers) {
     if (lines.length === 0) return;
     queue = queue.then(async () => {
       const out = [];
-      for (const line of lines) {
+      for (const [i, line] of lines.entries()) {
         if (line.trim() === "") continue;
-        out.push(await answer(line, handlers, coverage));
+        out.push(await answer(line, handlers, coverage, i === lines.length - 1));
       }
       process.stdout.write(out.join(""));
     });
@@ -72,7 +72,7 @@ export function serve(name, handlers) {
   process.stdin.on("end", () => queue.then(() => process.stdout.write("", () => process.exit(0))));
 }
 
-async function answer(line, handlers, coverage) {
+async function answer(line, handlers, coverage, last) {
   let req;
   try {
     req = JSON.parse(line);
@@ -90,15 +90,15 @@ async function answer(line, handlers, coverage) {
     const handler = handlers[req.op];
     if (!handler) throw new Error(`op ${req.op} not offered`);
     const output = await handler(req.input);
-    return `${JSON.stringify({ id: req.id, output, ...covered(coverage) })}\n`;
+    return `${JSON.stringify({ id: req.id, output, ...covered(coverage, last) })}\n`;
   } catch (err) {
-    return `${JSON.stringify({ id: req.id, error: errorText(err), ...covered(coverage) })}\n`;
+    return `${JSON.stringify({ id: req.id, error: errorText(err), ...covered(coverage, last) })}\n`;
   }
 }
 
-/** `{coverage}` with what the request just answered newly reached, or nothing. */
-function covered(coverage) {
-  const found = coverage?.take();
+/** `{coverage}` with what was newly reached by the chunk's answers so far, or nothing. */
+function covered(coverage, last) {
+  const found = coverage?.take(last);
   return found ? { coverage: found } : {};
 }
 

@@ -10,8 +10,8 @@ Lines are the code objects' own (`co_lines`; entering a function reaches its fir
 branch is a line-to-line arc out of a conditional jump (`dis`), named "<from>><to>". On Python
 3.12+ `sys.monitoring` reports LINE and BRANCH events and each location is disabled (`DISABLE`)
 once it has told all it can, so code that ran before costs nothing again; older Pythons fall
-back to `sys.settrace`, which traces only frames of the named files. Arcs within one line are
-left out: a line tracer cannot see them.
+back to `sys.settrace`, which traces only the frames of the units' functions. Arcs within one
+line are left out: a line tracer cannot see them.
 
 Usage: `cov = Coverage.from_env()` once the runtime is imported; `cov.offer()` goes into the
 handshake, `cov.take()` into each answer (what is new since the previous call, or None).
@@ -38,6 +38,11 @@ def _code_objects(code):
     for const in code.co_consts:
         if hasattr(const, "co_code"):
             yield from _code_objects(const)
+
+
+def _key(code):
+    """What tells a loaded code object and the one compiled from its source apart from others."""
+    return code.co_filename, code.co_firstlineno, code.co_name
 
 
 def _within(code, function):
@@ -76,6 +81,7 @@ class Unit:
 
     def __init__(self, name, file, codes):
         self.name, self.file = name, file
+        self.codes = {_key(code) for code in codes}
         self.lines = set()
         self.arcs = set()
         for code in codes:
@@ -95,6 +101,7 @@ class Coverage:
             for src, to in unit.arcs:
                 self.arc_unit.setdefault((unit.file, src, to), i)
         self.files = {unit.file for unit in units}
+        self.codes = set().union(*(unit.codes for unit in units))
         self.new_lines = set()
         self.new_arcs = set()
         self.seen_lines = set()
@@ -108,11 +115,13 @@ class Coverage:
         if not spec.strip():
             return None
         units = []
+        compiled = {}  # file -> its code objects, compiled once for all its scopes
         for pattern, function in _scopes(spec):
             for file in _loaded_files(pattern):
-                with open(file, "rb") as f:
-                    top = compile(f.read(), file, "exec")
-                codes = [c for c in _code_objects(top) if _within(c, function)]
+                if file not in compiled:
+                    with open(file, "rb") as f:
+                        compiled[file] = list(_code_objects(compile(f.read(), file, "exec")))
+                codes = [c for c in compiled[file] if _within(c, function)]
                 if codes:
                     name = f"{os.path.basename(file)}:{function}" if function else os.path.basename(file)
                     units.append(Unit(name, file, codes))
@@ -209,12 +218,12 @@ class Coverage:
             mon.register_callback(tool, event, on_branch)
         mon.set_events(tool, events.PY_START | events.LINE | branch_events)
 
-    # Older Pythons: a line tracer on the frames of the named files only; an arc is two lines in
-    # a row of one frame.
+    # Older Pythons: a line tracer on the frames of the units' own functions only (a file's
+    # other functions run untraced); an arc is two lines in a row of one frame.
     def _global_trace(self, frame, event, arg):
-        file = frame.f_code.co_filename
-        if file not in self.files:
+        if _key(frame.f_code) not in self.codes:
             return None
+        file = frame.f_code.co_filename
         # The entry counts as the first line (`co_firstlineno`: the `def`, or its decorator).
         self._line(file, frame.f_code.co_firstlineno)
         last = [None]

@@ -211,9 +211,14 @@ mod tests {
     fn folds_answers_into_per_unit_coverage() {
         let mut reached = Reached::offered(Some(&offer())).expect("version 1 offer");
         assert!(reached.fold(&json!({"0": {"lines": [1, 3], "branches": ["1>3"]}})));
-        assert!(reached.fold(&json!({"1": {"lines": [7], "branches": ["10-20"], "branchTotal": 3}})));
+        assert!(
+            reached.fold(&json!({"1": {"lines": [7], "branches": ["10-20"], "branchTotal": 3}}))
+        );
         assert!(!reached.fold(&json!({"9": {"lines": [1]}, "x": {}, "0": "junk"})));
-        assert!(!reached.fold(&json!({"0": {"lines": [3], "branches": ["1>3"]}})), "nothing new");
+        assert!(
+            !reached.fold(&json!({"0": {"lines": [3], "branches": ["1>3"]}})),
+            "nothing new"
+        );
         assert_eq!(reached.counts(), (3, 2));
         let report = reached.report();
         assert_eq!(report[0].unreached, vec![2]);

@@ -228,6 +228,16 @@ pub struct Outcome {
     pub timeline: Vec<Sample>,
     /// The runtime's coverage of its units, when its SUT offers the coverage extension.
     pub coverage: Option<Vec<UnitCoverage>>,
+    /// What steering did, for a steered campaign.
+    pub steering: Option<Steering>,
+}
+
+/// A steered campaign's corpus at its end, per op, and how many of its cases were mutants.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Steering {
+    pub corpus: BTreeMap<Op, u64>,
+    pub steered_cases: u64,
 }
 
 impl Outcome {
@@ -407,8 +417,9 @@ struct Shared<'a> {
     steady_job_us: AtomicU64,
     /// The runtime's coverage over every job's SUT, if they offer the extension.
     coverage: Mutex<Option<Reached>>,
-    /// The steering corpus, when the campaign is steered.
+    /// The steering corpus, when the campaign is steered, and the mutants sent so far.
     corpus: Option<Corpus>,
+    steered: AtomicU64,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -438,6 +449,7 @@ pub fn run<S: Sut>(
             Some(steer) => Some(Corpus::load(steer.corpus.as_deref())?),
             None => None,
         },
+        steered: AtomicU64::new(0),
     };
     let mut suts = Vec::new();
     for _ in 0..campaign.jobs.max(1) {
@@ -532,6 +544,14 @@ pub fn run<S: Sut>(
             .ok()
             .flatten()
             .map(|c| c.report()),
+        steering: shared.corpus.as_ref().map(|corpus| Steering {
+            corpus: Op::ALL
+                .into_iter()
+                .map(|op| (op, corpus.len(op) as u64))
+                .filter(|&(_, n)| n > 0)
+                .collect(),
+            steered_cases: shared.steered.load(Ordering::Relaxed),
+        }),
     })
 }
 
@@ -778,6 +798,8 @@ fn job_loop<S: Sut>(
             steer::replace_share(corpus, &mut drawn, &mut steer_rng)
         });
         let sent = send(shared, &mut sut, &draws.ops, drawn, &mut hung, job_started)?;
+        let ran = sent.iter().filter(|c| steered.contains(&c.index)).count();
+        shared.steered.fetch_add(ran as u64, Ordering::Relaxed);
         if let Some(corpus) = &shared.corpus {
             for (op, input) in sut.take_novel() {
                 corpus.add(op, input, &mut steer_rng);
@@ -878,9 +900,7 @@ fn job_loop<S: Sut>(
                 index: case.index,
                 hang: case.answer.is_hang(),
                 wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
-                steered: steered
-                    .contains(&case.index)
-                    .then(|| case.input.clone()),
+                steered: steered.contains(&case.index).then(|| case.input.clone()),
             });
         }
         let all_running = shared.running.load(Ordering::SeqCst) == campaign.jobs.max(1) as u64;
@@ -1011,7 +1031,11 @@ fn shrink_loop<S: Sut>(
             tree = draws.tree(n, &mut runner)?;
         }
         if let Some(input) = request.steered {
-            tree = Box::new(Just(input).new_tree(&mut runner).map_err(|e| anyhow::anyhow!("{e}"))?);
+            tree = Box::new(
+                Just(input)
+                    .new_tree(&mut runner)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+            );
         }
         let op = request.key.0;
         let shrinking = Instant::now();

@@ -75,7 +75,11 @@ impl Corpus {
                     .with_context(|| format!("cannot read corpus entry {}", path.display()))?;
                 let input = crate::protocol::json::parse_value(&bytes)
                     .map_err(|e| anyhow::anyhow!("corpus entry {}: {e}", path.display()))?;
-                corpus.add(op, input, &mut TestRng::deterministic_rng(RngAlgorithm::ChaCha));
+                corpus.add(
+                    op,
+                    input,
+                    &mut TestRng::deterministic_rng(RngAlgorithm::ChaCha),
+                );
             }
         }
         Ok(corpus)
@@ -90,7 +94,11 @@ impl Corpus {
 
     /// Adds `input` to `op`'s corpus (once); answers whether it was new.
     pub fn add(&self, op: Op, input: Value, rng: &mut TestRng) -> bool {
-        if !self.known.lock().is_ok_and(|mut k| k.insert(hash(op, &input))) {
+        if !self
+            .known
+            .lock()
+            .is_ok_and(|mut k| k.insert(hash(op, &input)))
+        {
             return false;
         }
         let Ok(mut entries) = self.entries.lock() else {
@@ -168,9 +176,7 @@ fn mutate(op: Op, input: &mut Value, donor: &Value, c: &mut dyn Choices) {
     match c.below(5) {
         0 => splice(input, &arrays(donor), c),
         // A real server's result's blocks: the shapes servers send.
-        1 if op == Op::CoerceToolResult => {
-            splice(input, &arrays(&real_servers::real_result(c)), c)
-        }
+        1 if op == Op::CoerceToolResult => splice(input, &arrays(&real_servers::real_result(c)), c),
         2 => {
             let json = pick_value(donor, c).map(|v| v.to_string());
             if let Some(text) = json {
@@ -250,7 +256,9 @@ fn visit_arrays(
             if key == want {
                 f(items);
             }
-            items.iter_mut().for_each(|v| visit_arrays(v, None, want, f));
+            items
+                .iter_mut()
+                .for_each(|v| visit_arrays(v, None, want, f));
         }
         Value::Object(map) => {
             for (k, v) in map.iter_mut() {
@@ -362,7 +370,10 @@ mod tests {
         let mut rng = rng();
         assert!(corpus.mutant(Op::CoerceToolResult, &mut rng).is_none());
         assert!(corpus.add(Op::CoerceToolResult, result("a"), &mut rng));
-        assert!(!corpus.add(Op::CoerceToolResult, result("a"), &mut rng), "added once");
+        assert!(
+            !corpus.add(Op::CoerceToolResult, result("a"), &mut rng),
+            "added once"
+        );
         corpus.add(Op::CoerceToolResult, result("b"), &mut rng);
         let mutants: Vec<Value> = (0..400)
             .filter_map(|_| corpus.mutant(Op::CoerceToolResult, &mut rng))
@@ -370,11 +381,26 @@ mod tests {
         let blocks = |m: &Value| m["content"].as_array().map_or(0, Vec::len);
         assert!(mutants.iter().any(|m| blocks(m) > 2), "a block spliced in");
         let texts: Vec<String> = mutants.iter().map(Value::to_string).collect();
-        assert!(texts.iter().any(|t| t.contains("MEDIA")), "a directive swapped in");
-        assert!(texts.iter().any(|t| t.contains("2025-01-12T15:00:58\\\"")
-            || t.contains("\"2025-01-12T15:00:58\"")), "a date without an offset");
-        assert!(texts.iter().any(|t| t.contains("TEXT/PLAIN") || t.contains("charset")));
-        assert!(texts.iter().any(|t| t.contains("\\\"type\\\"")), "JSON inside text");
+        assert!(
+            texts.iter().any(|t| t.contains("MEDIA")),
+            "a directive swapped in"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("2025-01-12T15:00:58\\\"")
+                    || t.contains("\"2025-01-12T15:00:58\"")),
+            "a date without an offset"
+        );
+        assert!(
+            texts
+                .iter()
+                .any(|t| t.contains("TEXT/PLAIN") || t.contains("charset"))
+        );
+        assert!(
+            texts.iter().any(|t| t.contains("\\\"type\\\"")),
+            "JSON inside text"
+        );
         let mut drawn = vec![(Op::CoerceToolResult, json!({})); 8];
         let steered = replace_share(&corpus, &mut drawn, &mut rng);
         assert_eq!(steered, HashSet::from([3, 7]));

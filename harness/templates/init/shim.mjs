@@ -41,12 +41,12 @@ const handshake = { normfuzz: 1, name: "{name}", ops: Object.keys(offered) };
 if (coverage) handshake.coverage = coverage.offer();
 process.stdout.write(`${JSON.stringify(handshake)}\n`);
 
-async function answer(line) {
+async function answer(line, last) {
   const req = JSON.parse(line);
   let reply;
   try {
     const output = await offered[req.op](req.input);
-    const found = coverage?.take();
+    const found = coverage?.take(last);
     reply = JSON.stringify({ id: req.id, output, ...(found ? { coverage: found } : {}) });
     if (Buffer.byteLength(reply) > MAX_ANSWER_BYTES) throw new Error("answer too large");
   } catch (err) {
@@ -70,7 +70,9 @@ process.stdin.on("data", (chunk) => {
   }
   if (start < chunk.length) partial.push(chunk.subarray(start));
   queue = queue.then(async () => {
-    for (const line of lines) if (line.trim() !== "") process.stdout.write(await answer(line));
+    for (const [i, line] of lines.entries()) {
+      if (line.trim() !== "") process.stdout.write(await answer(line, i === lines.length - 1));
+    }
   });
 });
 process.stdin.on("end", () => queue.then(() => process.stdout.write("", () => process.exit(0))));

@@ -105,6 +105,7 @@ fn outcome() -> Outcome {
         baseline: None,
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
         coverage: None,
+        steering: None,
     }
 }
 

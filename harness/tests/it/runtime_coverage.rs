@@ -1,7 +1,8 @@
 //! The runtime's own coverage through the CLI: a SUT offering the protocol's coverage extension
 //! (the fake SUT on the shared Python shim's coverage code) gets it in `index.json` (valid
 //! against the published schema), the timeline, `summary.md` and `report.html`; a SUT without
-//! it is said to report none.
+//! it is said to report none. A steered run keeps the inputs that reached new coverage in its
+//! `--corpus` folder, and the next run starts from them.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,6 +15,10 @@ fn root() -> PathBuf {
 
 /// A 300-case `neutralize_text` run of the fake coverage SUT, with or without a scope.
 fn run(report: &Path, scope: Option<&str>) -> Value {
+    run_with(report, scope, &[])
+}
+
+fn run_with(report: &Path, scope: Option<&str>, extra: &[&str]) -> Value {
     let sut = root().join("harness/tests/suts/coverage/sut.py");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_normfuzz"));
     cmd.args([
@@ -29,6 +34,7 @@ fn run(report: &Path, scope: Option<&str>) -> Value {
     .arg(format!("python3 {}", sut.display()))
     .arg("--report")
     .arg(report)
+    .args(extra)
     .env_remove("NORMFUZZ_COVERAGE")
     .env_remove("GITHUB_STEP_SUMMARY");
     if let Some(scope) = scope {
@@ -89,4 +95,27 @@ fn a_campaign_reports_the_runtimes_coverage_or_says_it_has_none() {
         summary.contains("Runtime coverage: not reported"),
         "{summary}"
     );
+}
+
+#[test]
+fn a_steered_run_keeps_its_corpus_for_the_next() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let corpus = dir.path().join("corpus");
+    let flag = ["--corpus", corpus.to_str().expect("UTF-8 path")];
+    let scope = Some("coverage/sut.py:neutralize");
+    run_with(&dir.path().join("first"), scope, &flag);
+    let entries = || std::fs::read_dir(corpus.join("neutralize_text")).map_or(0, |d| d.count());
+    let first = entries();
+    // At least the first answer reached new lines.
+    assert!(first >= 1, "{first} corpus entries");
+    let index = run_with(&dir.path().join("second"), scope, &flag);
+    assert!(index["cases"].as_u64() == Some(300), "{}", index["cases"]);
+    // Started from the kept corpus, one case in four is a mutant of it.
+    let steering = &index["steering"];
+    assert!(
+        steering["corpus"]["neutralize_text"].as_u64() >= Some(first as u64),
+        "{steering}"
+    );
+    assert_eq!(steering["steeredCases"], 75, "{steering}");
+    assert!(entries() >= first, "the corpus only grows");
 }

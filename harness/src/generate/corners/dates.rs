@@ -41,8 +41,14 @@ mod tests {
     fn draws_dates_with_and_without_an_offset() {
         let drawn = sample(200, last_modified);
         let offset = |d: &String| d.ends_with('Z') || d.contains('+') || d.ends_with("-00:00");
-        assert!(drawn.iter().any(|d| d.contains('T') && !offset(d)), "{drawn:?}");
+        assert!(
+            drawn.iter().any(|d| d.contains('T') && !offset(d)),
+            "{drawn:?}"
+        );
         assert!(drawn.iter().any(offset));
-        assert!(LAST_MODIFIED.iter().all(|d| drawn.iter().any(|x| x == d)), "every spelling");
+        assert!(
+            LAST_MODIFIED.iter().all(|d| drawn.iter().any(|x| x == d)),
+            "every spelling"
+        );
     }
 }

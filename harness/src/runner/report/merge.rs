@@ -73,6 +73,13 @@ pub fn read(dir: &Path) -> Result<Part> {
         timeline: serde_json::from_value(field("timeline")?.clone())?,
         coverage: serde_json::from_value(index.get("coverage").cloned().unwrap_or_default())
             .with_context(|| format!("{}: `coverage` is not a list of units", path.display()))?,
+        steering: serde_json::from_value(index.get("steering").cloned().unwrap_or_default())
+            .with_context(|| {
+                format!(
+                    "{}: `steering` is not corpus and steeredCases",
+                    path.display()
+                )
+            })?,
     };
     Ok(Part {
         outcome,
@@ -131,6 +138,15 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
             }
         }
         into.timeline = add_timelines(&into.timeline, &from.timeline);
+        if let Some(from) = &from.steering {
+            let into = into.steering.get_or_insert_with(Default::default);
+            into.steered_cases += from.steered_cases;
+            // Shards writing one --corpus folder share entries: the largest count is a lower bound.
+            for (op, n) in &from.corpus {
+                let count = into.corpus.entry(*op).or_default();
+                *count = (*count).max(*n);
+            }
+        }
         match (&mut into.coverage, &from.coverage) {
             (Some(into), Some(from)) => coverage::merge_units(into, from),
             (into @ None, Some(from)) => *into = Some(from.clone()),
