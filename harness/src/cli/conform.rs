@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use normfuzz::protocol::Op;
-use normfuzz::runner::campaign::{Campaign, Input, Progress, Shard};
+use normfuzz::runner::campaign::{Campaign, Input, Progress, Shard, Steer};
 use normfuzz::runner::impact::{Class, FailOn, Profile};
 use normfuzz::runner::upstream::RuntimeId;
 
@@ -54,6 +54,17 @@ pub struct ConformArgs {
     /// unsharded run with N × --jobs jobs.
     #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
     shard: Option<Shard>,
+    /// Steer by the runtime's own coverage (a SUT offering the protocol's coverage extension):
+    /// each input that reaches new coverage joins its op's corpus, and one case in four is a
+    /// structure-aware mutant of a corpus entry instead of a generated one. The other cases
+    /// stay those of the seed; which mutants run depends on timing.
+    #[arg(long, conflicts_with = "inputs")]
+    steer: bool,
+    /// Keep the steering corpus in this folder across runs (implies --steer): read first, each
+    /// new entry written there atomically as `<op>/<hash>.json`, so shards writing into one
+    /// folder merge their corpora.
+    #[arg(long, value_name = "DIR", conflicts_with = "inputs")]
+    corpus: Option<PathBuf>,
     /// The runtime of the matrix the SUT is (`NAME@VERSION`, as `cargo xtask matrix` passes it):
     /// recorded in the report, where `normfuzz upstream` finds its repro template.
     #[arg(long, value_name = "NAME@VERSION", value_parser = RuntimeId::parse)]
@@ -222,6 +233,9 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         shard: args.shard.unwrap_or(Shard::WHOLE),
         baseline,
         inputs,
+        steer: (args.steer || args.corpus.is_some()).then(|| Steer {
+            corpus: args.corpus.clone(),
+        }),
     };
     let profile = match &args.profile {
         Some(path) => Profile::load(path)?,

@@ -32,8 +32,10 @@ use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
 use crate::oracle::signature::{Action, Signature, add_trigger, within};
+use crate::protocol::coverage::{Reached, UnitCoverage};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
+use crate::runner::steer::{self, Corpus};
 use crate::runner::sut::{Sut, Wait};
 
 pub use super::shrink::{finding_id, replay};
@@ -71,6 +73,16 @@ pub struct Campaign {
     /// When not empty, the campaign runs exactly these cases of its one op, in order (`cases`
     /// is their count), instead of drawing any: real servers' results (`conform --inputs`).
     pub inputs: Vec<Input>,
+    /// Coverage steering (`runner/steer.rs`): a share of each batch mutated from the inputs
+    /// that reached new runtime coverage; with a folder, the corpus kept there across runs.
+    pub steer: Option<Steer>,
+}
+
+/// How a campaign is steered by the runtime's coverage.
+#[derive(Debug, Clone, Default)]
+pub struct Steer {
+    /// `--corpus DIR`: loaded first, new entries written there at the end.
+    pub corpus: Option<std::path::PathBuf>,
 }
 
 /// One case of a fixed list: its input and where it came from (a finding it shows first names
@@ -185,6 +197,11 @@ pub struct Sample {
     /// Distinct (op, shape of the reference's answer) pairs seen; see `answer_shape`. What the
     /// generated inputs have made the reference do, independent of the SUT.
     pub reference_shapes: u64,
+    /// The runtime's own lines and branches reached (the protocol's coverage extension).
+    #[serde(default)]
+    pub runtime_lines: u64,
+    #[serde(default)]
+    pub runtime_branches: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -209,6 +226,18 @@ pub struct Outcome {
     pub baseline: Option<Judgement>,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
     pub timeline: Vec<Sample>,
+    /// The runtime's coverage of its units, when its SUT offers the coverage extension.
+    pub coverage: Option<Vec<UnitCoverage>>,
+    /// What steering did, for a steered campaign.
+    pub steering: Option<Steering>,
+}
+
+/// A steered campaign's corpus at its end, per op, and how many of its cases were mutants.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Steering {
+    pub corpus: BTreeMap<Op, u64>,
+    pub steered_cases: u64,
 }
 
 impl Outcome {
@@ -386,6 +415,11 @@ struct Shared<'a> {
     shrinks_started: AtomicU64,
     steady_cases: AtomicU64,
     steady_job_us: AtomicU64,
+    /// The runtime's coverage over every job's SUT, if they offer the extension.
+    coverage: Mutex<Option<Reached>>,
+    /// The steering corpus, when the campaign is steered, and the mutants sent so far.
+    corpus: Option<Corpus>,
+    steered: AtomicU64,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -410,10 +444,19 @@ pub fn run<S: Sut>(
         shrinks_started: AtomicU64::new(0),
         steady_cases: AtomicU64::new(0),
         steady_job_us: AtomicU64::new(0),
+        coverage: Mutex::new(None),
+        corpus: match &campaign.steer {
+            Some(steer) => Some(Corpus::load(steer.corpus.as_deref())?),
+            None => None,
+        },
+        steered: AtomicU64::new(0),
     };
     let mut suts = Vec::new();
     for _ in 0..campaign.jobs.max(1) {
         suts.push(make_sut()?);
+    }
+    if let (Ok(mut coverage), Some(sut)) = (shared.coverage.lock(), suts.first()) {
+        *coverage = sut.coverage().cloned();
     }
     let name = suts
         .first()
@@ -467,6 +510,9 @@ pub fn run<S: Sut>(
         Ok(timeline)
     })?;
     timeline.push(sample(&shared, started));
+    if let Some(corpus) = &shared.corpus {
+        corpus.save()?;
+    }
     let mut findings: Vec<Finding> = shared
         .findings
         .into_inner()
@@ -492,6 +538,20 @@ pub fn run<S: Sut>(
         fail_on: DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline,
+        coverage: shared
+            .coverage
+            .into_inner()
+            .ok()
+            .flatten()
+            .map(|c| c.report()),
+        steering: shared.corpus.as_ref().map(|corpus| Steering {
+            corpus: Op::ALL
+                .into_iter()
+                .map(|op| (op, corpus.len(op) as u64))
+                .filter(|&(_, n)| n > 0)
+                .collect(),
+            steered_cases: shared.steered.load(Ordering::Relaxed),
+        }),
     })
 }
 
@@ -523,6 +583,12 @@ fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
             .sum()
     });
     let progress = shared.progress;
+    let (runtime_lines, runtime_branches) = shared
+        .coverage
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().map(Reached::counts))
+        .unwrap_or_default();
     Sample {
         elapsed_ms: started.elapsed().as_millis() as u64,
         cases: progress.cases.load(Ordering::Relaxed),
@@ -530,6 +596,8 @@ fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
         findings: progress.findings.load(Ordering::Relaxed),
         verdict_cells,
         reference_shapes: shared.shapes.lock().map_or(0, |s| s.len() as u64),
+        runtime_lines,
+        runtime_branches,
     }
 }
 
@@ -580,6 +648,9 @@ fn answer_shape(answer: &Answer) -> u64 {
     h.finish()
 }
 
+/// Set in the job number of the RNG that steering's mutations draw from.
+const STEER_STREAM: u64 = 1 << 63;
+
 fn rng_for(seed: u64, job: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
@@ -606,6 +677,8 @@ struct ShrinkRequest {
     hang: bool,
     /// The job's calibrated time-out for the op: the shrinker's own SUT has not measured it.
     wait: Wait,
+    /// A steered case's input (a mutant is not drawn again): shrunk by whole-part edits only.
+    steered: Option<Value>,
 }
 
 /// The ops a job runs and where their cases come from: proptest strategies with the
@@ -687,6 +760,8 @@ fn job_loop<S: Sut>(
         return Ok(());
     }
     let mut runner = TestRunner::new_with_rng(draws.config.clone(), rng_for(campaign.seed, job));
+    // Mutations draw from an RNG of their own: the generated cases stay those of the seed.
+    let mut steer_rng = rng_for(campaign.seed, job | STEER_STREAM);
     let mut reference = crate::runner::sut::ReferenceSut;
     let job_started = Instant::now();
     // The ops whose cases hung in this job.
@@ -719,7 +794,23 @@ fn job_loop<S: Sut>(
         for n in first..first + count as u64 {
             drawn.push((draws.op(n), draws.tree(n, &mut runner)?.current()));
         }
+        let steered = shared.corpus.as_ref().map_or_else(HashSet::new, |corpus| {
+            steer::replace_share(corpus, &mut drawn, &mut steer_rng)
+        });
         let sent = send(shared, &mut sut, &draws.ops, drawn, &mut hung, job_started)?;
+        let ran = sent.iter().filter(|c| steered.contains(&c.index)).count();
+        shared.steered.fetch_add(ran as u64, Ordering::Relaxed);
+        if let Some(corpus) = &shared.corpus {
+            for (op, input) in sut.take_novel() {
+                corpus.add(op, input, &mut steer_rng);
+            }
+        }
+        if let (Ok(Some(coverage)), Some(reached)) = (
+            shared.coverage.lock().as_deref_mut().map(Option::as_mut),
+            sut.coverage(),
+        ) {
+            coverage.merge(reached);
+        }
         let count = sent.len();
         let batch: Vec<(Op, &Value)> = sent.iter().map(|c| (c.op, &c.input)).collect();
         let expected = reference.call(&batch)?;
@@ -809,6 +900,7 @@ fn job_loop<S: Sut>(
                 index: case.index,
                 hang: case.answer.is_hang(),
                 wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
+                steered: steered.contains(&case.index).then(|| case.input.clone()),
             });
         }
         let all_running = shared.running.load(Ordering::SeqCst) == campaign.jobs.max(1) as u64;
@@ -937,6 +1029,13 @@ fn shrink_loop<S: Sut>(
         let mut tree = draws.tree(request.first, &mut runner)?;
         for n in request.first + 1..=request.first + request.index as u64 {
             tree = draws.tree(n, &mut runner)?;
+        }
+        if let Some(input) = request.steered {
+            tree = Box::new(
+                Just(input)
+                    .new_tree(&mut runner)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+            );
         }
         let op = request.key.0;
         let shrinking = Instant::now();

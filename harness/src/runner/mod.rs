@@ -8,5 +8,6 @@ pub mod e2e;
 pub mod impact;
 pub mod report;
 pub mod shrink;
+pub mod steer;
 pub mod sut;
 pub mod upstream;

@@ -82,6 +82,7 @@ fn outcome() -> Outcome {
         findings: 2,
         verdict_cells: 4,
         reference_shapes: cases / 20,
+        ..Sample::default()
     };
     Outcome {
         sut: "hostile <sut>".into(),
@@ -103,6 +104,8 @@ fn outcome() -> Outcome {
         fail_on: normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
+        coverage: None,
+        steering: None,
     }
 }
 

@@ -143,6 +143,8 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
             md.push('\n');
         }
     }
+    md.push_str(&super::coverage::markdown(outcome.coverage.as_deref()));
+    md.push('\n');
     let _ = writeln!(
         md,
         "| op | cases | passed | failed | divergent | rules hit |\n|---|---|---|---|---|---|"

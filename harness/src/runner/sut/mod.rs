@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
+use crate::protocol::coverage::Reached;
 use crate::protocol::{Answer, Fault, Handshake, Op, parse_answer_line};
 use lines::Next;
 use patience::Patience;
@@ -72,7 +73,22 @@ pub trait Sut: Send {
     fn hang_cost(&self) -> Duration {
         Duration::ZERO
     }
+
+    /// The runtime's own coverage its answers reported so far, for a SUT that offers the
+    /// protocol's coverage extension.
+    fn coverage(&self) -> Option<&Reached> {
+        None
+    }
+
+    /// The requests whose answers reached coverage not reached before, since the last call
+    /// (at most `NOVEL_KEEP`): what coverage steering learns from.
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        Vec::new()
+    }
 }
+
+/// Novel requests a SUT keeps between two `take_novel` calls (a shrinker's SUT is never asked).
+const NOVEL_KEEP: usize = 64;
 
 /// How long each answer of a call is waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +130,14 @@ impl Sut for Box<dyn Sut> {
 
     fn hang_cost(&self) -> Duration {
         (**self).hang_cost()
+    }
+
+    fn coverage(&self) -> Option<&Reached> {
+        (**self).coverage()
+    }
+
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        (**self).take_novel()
     }
 }
 
@@ -203,6 +227,11 @@ pub struct ProcessSut {
     hang_cost: Duration,
     /// The process was killed for a hang: its restart is a hang's cost too.
     after_hang: bool,
+    /// What the answers reached, when the handshake offered the coverage extension (a
+    /// restarted process's coverage adds to it).
+    coverage: Option<Reached>,
+    /// Requests whose answers reached new coverage, until `take_novel`.
+    novel: Vec<(Op, Value)>,
 }
 
 /// How one attempt at (the rest of) a batch ended.
@@ -244,6 +273,8 @@ impl ProcessSut {
             );
         }
         Ok(Self {
+            coverage: Reached::offered(handshake.coverage.as_ref()),
+            novel: Vec::new(),
             argv,
             options,
             handshake,
@@ -315,7 +346,13 @@ impl ProcessSut {
             let running = self.running()?;
             let answer = match next_answer(running, deadline, first_id + i as u64, max_answer_bytes)
             {
-                Some(answer) => {
+                Some((answer, covered)) => {
+                    if let (Some(reached), Some(covered)) = (&mut self.coverage, covered)
+                        && reached.fold(&covered)
+                        && self.novel.len() < NOVEL_KEEP
+                    {
+                        self.novel.push((op, batch[i].1.clone()));
+                    }
                     if !matches!(answer, Answer::Fault(_)) {
                         self.patience.answered(op, started.elapsed());
                     }
@@ -351,15 +388,16 @@ impl ProcessSut {
     }
 }
 
-/// The answer to request `id` (a fault among them), or `None` when `deadline` passed first.
+/// The answer to request `id` (a fault among them) and the coverage it reported, or `None` when
+/// `deadline` passed first.
 fn next_answer(
     running: &mut Running,
     deadline: Instant,
     id: u64,
     max_answer_bytes: usize,
-) -> Option<Answer> {
-    Some(match running.next_line(deadline) {
-        Ok(Next::Line(line)) => parse_answer_line(line, id),
+) -> Option<(Answer, Option<Value>)> {
+    let fault = match running.next_line(deadline) {
+        Ok(Next::Line(line)) => return Some(parse_answer_line(line, id)),
         Ok(Next::TimedOut) => return None,
         Ok(Next::Oversized(head)) => Answer::Fault(Fault::Protocol {
             line: format!(
@@ -375,7 +413,8 @@ fn next_answer(
             status: format!("stdout unreadable: {e}"),
             stderr: running.stderr_tail(),
         }),
-    })
+    };
+    Some((fault, None))
 }
 
 fn millis(d: Duration) -> u64 {
@@ -418,6 +457,14 @@ impl Sut for ProcessSut {
 
     fn hang_cost(&self) -> Duration {
         self.hang_cost
+    }
+
+    fn coverage(&self) -> Option<&Reached> {
+        self.coverage.as_ref()
+    }
+
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        std::mem::take(&mut self.novel)
     }
 }
 

@@ -592,3 +592,37 @@ fn a_sut_that_stops_reading_its_stdin_is_a_hang_and_the_run_goes_on() {
     // The second hang's process is replaced when the next request comes.
     assert_eq!(sut.restarts, 1);
 }
+
+/// The coverage extension through the shared shims' own coverage code (`runtimes/lib/`): the
+/// Python one (`sys.settrace` before 3.12, `sys.monitoring` from it) and V8's in Node. The line
+/// that prefixes a directive, and the branch to it, are reached only by the case that has one.
+#[test]
+fn shims_report_the_coverage_each_answer_reached() {
+    let dir = suts().join("coverage");
+    let scope = "NORMFUZZ_COVERAGE=coverage/*.*:neutralize";
+    for (tool, script) in [("python3", "sut.py"), ("node", "sut.mjs")] {
+        let path = dir.join(script).to_string_lossy().into_owned();
+        let argv = ["env", scope, require(tool), path.as_str()].map(String::from);
+        let mut sut = ProcessSut::start_with(argv.to_vec(), options(20_000)).expect("starts");
+        call(&mut sut, &["a", "b"]);
+        let reached = sut.coverage().expect("the extension is offered").report();
+        assert_eq!(reached.len(), 1, "{script}: one unit, `neutralize`");
+        let before = reached[0].clone();
+        assert!(
+            before.lines_reached > 0 && !before.unreached.is_empty(),
+            "{script}: {before:?}"
+        );
+        call(&mut sut, &["MEDIA:/x"]);
+        let after = &sut.coverage().expect("offered").report()[0];
+        assert!(after.unreached.is_empty(), "{script}: {after:?}");
+        assert!(
+            after.branches_reached > before.branches_reached,
+            "{script}: {after:?}"
+        );
+        assert_eq!(after.branches, Some(after.branches_reached), "{script}");
+        // Without a scope nothing is measured and nothing is offered.
+        let argv = [require(tool), path.as_str()].map(String::from);
+        let sut = ProcessSut::start_with(argv.to_vec(), options(20_000)).expect("starts");
+        assert!(sut.coverage().is_none(), "{script}");
+    }
+}
