@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::baseline::{Baseline, Judgement, Standing};
+use super::cpu::{CpuClock, CpuUse};
 use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
@@ -203,6 +204,8 @@ pub struct Outcome {
     pub findings: Vec<Finding>,
     /// The SUT's faults, shrinking included, and what its hangs cost.
     pub faults: Faults,
+    /// The CPU the harness and the SUT processes used (`runner::cpu`).
+    pub cpu: CpuUse,
     /// The impact classes whose gate findings fail the campaign (`--fail-on`).
     pub fail_on: Vec<Class>,
     /// The findings against the campaign's baseline, if it had one.
@@ -302,6 +305,9 @@ pub struct Progress {
     /// Cases first counted as hangs whose finding, sent again with the full time-out, was
     /// answered: slow cases, withdrawn.
     pub slow: AtomicU64,
+    /// Answers after the calibrated wait, within the grace a restart's cost bought them: counted
+    /// when each SUT is done (`Sut::late_answers`).
+    pub late: AtomicU64,
 }
 
 impl Progress {
@@ -332,6 +338,7 @@ impl Progress {
             crashes: self.crashes.load(Ordering::Relaxed),
             garbled: self.garbled.load(Ordering::Relaxed),
             slow: self.slow.load(Ordering::Relaxed),
+            late: self.late.load(Ordering::Relaxed),
         }
     }
 }
@@ -347,6 +354,10 @@ pub struct Faults {
     /// Cases that ran out at a calibrated time-out but were answered with the full one.
     #[serde(default)]
     pub slow: u64,
+    /// Answers after the calibrated time-out, within its grace: slow answers that cost no
+    /// restart (not faults).
+    #[serde(default)]
+    pub late: u64,
 }
 
 impl Faults {
@@ -362,6 +373,7 @@ impl std::ops::AddAssign for Faults {
         self.crashes += other.crashes;
         self.garbled += other.garbled;
         self.slow += other.slow;
+        self.late += other.late;
     }
 }
 
@@ -411,10 +423,8 @@ pub fn run<S: Sut>(
         steady_cases: AtomicU64::new(0),
         steady_job_us: AtomicU64::new(0),
     };
-    let mut suts = Vec::new();
-    for _ in 0..campaign.jobs.max(1) {
-        suts.push(make_sut()?);
-    }
+    let cpu = CpuClock::now();
+    let suts = start_suts(&make_sut, campaign.jobs.max(1))?;
     let name = suts
         .first()
         .map(|s| s.name().to_string())
@@ -489,9 +499,26 @@ pub fn run<S: Sut>(
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
         faults: progress.faults(),
+        // Every SUT process was stopped and reaped when its job or shrinker ended.
+        cpu: cpu.used_since(),
         fail_on: DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline,
+    })
+}
+
+/// Starts one SUT per job, side by side: a runtime whose imports take seconds costs them once
+/// per campaign, not once per job.
+fn start_suts<S: Sut>(make_sut: &(impl Fn() -> Result<S> + Sync), jobs: usize) -> Result<Vec<S>> {
+    std::thread::scope(|scope| {
+        let starting: Vec<_> = (0..jobs).map(|_| scope.spawn(make_sut)).collect();
+        starting
+            .into_iter()
+            .map(|s| {
+                s.join()
+                    .map_err(|_| anyhow::anyhow!("starting a SUT panicked"))?
+            })
+            .collect()
     })
 }
 
@@ -824,6 +851,10 @@ fn job_loop<S: Sut>(
             );
         }
     }
+    shared
+        .progress
+        .late
+        .fetch_add(sut.late_answers(), Ordering::Relaxed);
     Ok(())
 }
 
@@ -999,6 +1030,12 @@ fn shrink_loop<S: Sut>(
         if found.gate && campaign.stop_on_gate {
             shared.stop.store(true, Ordering::Relaxed);
         }
+    }
+    if let Some(sut) = &sut {
+        shared
+            .progress
+            .late
+            .fetch_add(sut.late_answers(), Ordering::Relaxed);
     }
     Ok(())
 }

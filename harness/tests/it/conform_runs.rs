@@ -319,6 +319,7 @@ fn merged_shard_reports_equal_the_unsharded_report() {
                 "steadyCases",
                 "steadyJobMs",
                 "steadyCasesPerSecond",
+                "cpu",
             ] {
                 map.remove(volatile).unwrap();
             }
@@ -422,4 +423,50 @@ fn repro_replays_a_finding_nested_as_deep_as_generated() {
         Some(1),
         "the echo SUT's findings fail the gate"
     );
+}
+
+/// Start-up is paid once per job: the shrinker's SUT starts only for a finding that is new
+/// (one its baseline does not know: here a divergence, which no baseline lists), never for the
+/// known ones, however many cases hit them.
+#[test]
+fn known_findings_start_no_shrinker_sut() {
+    crate::on_job_stack(|| {
+        let starts = std::sync::atomic::AtomicUsize::new(0);
+        let make = || {
+            starts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Ok(EchoNeutralize)
+        };
+        let mut c = campaign(&[Op::CheckMediaUrl], 600, 3);
+        let first = run(&c, make, &Progress::default()).unwrap();
+        let gate: Vec<_> = first.findings.iter().filter(|f| f.gate).collect();
+        assert!(!gate.is_empty(), "{:?}", first.findings);
+        assert_eq!(starts.swap(0, std::sync::atomic::Ordering::SeqCst), 2);
+        // Every rule it broke known, rule-wide.
+        let entries: String = gate
+            .iter()
+            .map(|f| {
+                format!(
+                    "[[known]]\nop = \"check_media_url\"\nrule = \"{}\"\nclass = \"bug\"\n\
+                     cause = \"allows-all\"\nreason = \"allows every URL\"\n",
+                    f.rule
+                )
+            })
+            .collect();
+        c.baseline = Some(normfuzz::runner::baseline::Baseline::parse(&entries).unwrap());
+        let second = run(&c, make, &Progress::default()).unwrap();
+        assert_eq!(second.cases(), 600);
+        let known_hits: u64 = second
+            .findings
+            .iter()
+            .filter(|f| f.gate)
+            .map(|f| f.hits)
+            .sum();
+        assert!(known_hits > 0);
+        let new = second.findings.iter().any(|f| !f.gate);
+        assert_eq!(
+            starts.load(std::sync::atomic::Ordering::SeqCst),
+            1 + usize::from(new),
+            "{known_hits} known hits; a new finding: {new}"
+        );
+    });
 }
