@@ -133,6 +133,9 @@ pub struct Row {
     /// Cases per second while no job was shrinking (`steadyCasesPerSecond`); none for e2e
     /// turns, which are not shrunk, and for a campaign that was always shrinking.
     pub steady_rate: Option<f64>,
+    /// The harness's share of the campaign's CPU, its own against the SUT processes'
+    /// (`cpu.harnessShare`); none for e2e turns.
+    pub harness_cpu: Option<f64>,
     pub divergent: u64,
     /// (rule id, cell), in the report's rule order.
     pub cells: Vec<(String, Cell)>,
@@ -213,6 +216,7 @@ impl Row {
             cases: index["cases"].as_u64().unwrap_or(0),
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
             steady_rate: index["steadyCasesPerSecond"].as_f64(),
+            harness_cpu: index["cpu"]["harnessShare"].as_f64(),
             divergent: index["perOp"]
                 .as_object()
                 .into_iter()
@@ -316,6 +320,7 @@ impl Row {
             cases: cases.len() as u64,
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
             steady_rate: None,
+            harness_cpu: None,
             divergent: 0,
             cells,
             // The entries of this row's rules: a fallback row lists the retry rules' entries.
@@ -377,6 +382,7 @@ impl Row {
             cases: 0,
             elapsed_ms: 0,
             steady_rate: None,
+            harness_cpu: None,
             divergent: 0,
             cells: Vec::new(),
             reasons: Vec::new(),
@@ -493,12 +499,14 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
          cases/s is the whole campaign (generation, shim, reference, judges, \
          shrinking); steady, the rate over the batches during which no job was shrinking \
          (each distinct finding is shrunk once, one case at a time, for up to 10 s, which \
-         dominates a short campaign).\n\n| runtime | cases | cases/s | steady cases/s | divergent |"
+         dominates a short campaign); harness CPU, the harness's share of the campaign's CPU \
+         (its own against the shim processes').\n\n| runtime | cases | cases/s | steady cases/s \
+         | harness CPU | divergent |"
     );
     for rule in &rules {
         out.push_str(&format!(" {rule} |"));
     }
-    out.push_str("\n|---|---:|---:|---:|---:|");
+    out.push_str("\n|---|---:|---:|---:|---:|---:|");
     out.push_str(&"---|".repeat(rules.len()));
     out.push('\n');
     for row in rows {
@@ -506,15 +514,18 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
         if let Some(err) = &row.error {
             let first = err.lines().next().unwrap_or("").replace('|', "\\|");
             out.push_str(&format!(" not run: {first} |"));
-            out.push_str(&" |".repeat(rules.len() + 3));
+            out.push_str(&" |".repeat(rules.len() + 4));
             out.push('\n');
             continue;
         }
         let judging = row
             .steady_rate
             .map_or_else(|| "–".to_string(), |r| format!("{r:.0}"));
+        let cpu = row
+            .harness_cpu
+            .map_or_else(|| "–".to_string(), |share| format!("{:.0}%", share * 100.0));
         out.push_str(&format!(
-            " {} | {:.0} | {judging} | {} |",
+            " {} | {:.0} | {judging} | {cpu} | {} |",
             row.cases,
             row.cases_per_second(),
             row.divergent
@@ -673,6 +684,7 @@ pub fn to_json(rows: &[Row], date: &str, command: &str) -> Value {
             "elapsedMs": row.elapsed_ms,
             "casesPerSecond": (row.cases_per_second() * 10.0).round() / 10.0,
             "steadyCasesPerSecond": row.steady_rate,
+            "harnessCpuShare": row.harness_cpu,
             "divergent": row.divergent,
             "error": row.error,
             "green": row.green(),
@@ -728,6 +740,7 @@ mod tests {
         json!({
             "baseline": {"notReached": not_reached},
             "cases": 2000, "elapsedMs": 1000, "steadyCasesPerSecond": 2500.0,
+            "cpu": {"harnessMs": 130, "sutMs": 870, "harnessShare": 0.13},
             "perOp": {"coerce_tool_result": {"cases": 2000, "divergent": 7}},
             "matrix": {
                 "ops": ["coerce_tool_result"],
@@ -924,10 +937,11 @@ mod tests {
         );
         assert!(md.contains("Made on 2026-11-24 by `cargo xtask matrix --cases 5`"));
         assert!(md.contains(
-            "| runtime | cases | cases/s | steady cases/s | divergent | S1 | S2 | F1 | R1 |"
+            "| runtime | cases | cases/s | steady cases/s | harness CPU | divergent | S1 | S2 | F1 \
+             | R1 |"
         ));
         assert!(md.contains(
-            "| demo@1.2.3 | 2000 | 2000 | 2500 | 7 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \
+            "| demo@1.2.3 | 2000 | 2000 | 2500 | 13% | 7 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \
              | **NEW** (9 cases) [1](demo-1.2.3/findings/c-S2-a.json) \
              [2](demo-1.2.3/findings/c-S2-b.json) | pass | n/a |"
         ));
@@ -945,6 +959,7 @@ mod tests {
         let value = to_json(&[row], "2026-11-24", "c");
         assert_eq!(value["runtimes"][0]["cells"]["S1"]["state"], "new");
         assert_eq!(value["runtimes"][0]["green"], false);
+        assert_eq!(value["runtimes"][0]["harnessCpuShare"], 0.13);
         assert_eq!(value["rules"], json!(["S1", "S2", "F1", "R1"]));
     }
 }
