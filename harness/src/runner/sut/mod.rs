@@ -351,6 +351,7 @@ impl ProcessSut {
                 None => {
                     self.hang_cost += wait;
                     self.after_hang = true;
+                    self.patience.hung();
                     Answer::Fault(Fault::Hang {
                         timeout_ms: millis(wait),
                         full_ms: (wait < ceiling).then(|| millis(ceiling)),

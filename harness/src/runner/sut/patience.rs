@@ -41,6 +41,9 @@ pub struct Patience {
     calibrate: bool,
     /// What a restart costs: the SUT's last start-up (spawn and handshake).
     restart: Duration,
+    /// The last suspect answer never came: the SUT hangs for real, and its next suspect answers
+    /// get the floor as grace, until one comes late after all.
+    hangs: bool,
     ops: HashMap<Op, OpPatience>,
 }
 
@@ -61,6 +64,7 @@ impl Patience {
             ceiling,
             calibrate,
             restart: Duration::ZERO,
+            hangs: false,
             ops: HashMap::new(),
         }
     }
@@ -92,10 +96,22 @@ impl Patience {
     }
 
     /// How much longer than `waited` (a wait that ran out) a suspect answer is waited for before
-    /// it is a hang: what a restart costs, up to the ceiling. None when `waited` was the ceiling.
+    /// it is a hang: what a restart costs, or the floor once the last suspect answer never came
+    /// (a SUT that hangs on a bug must not pay the grace on every hang); up to the ceiling. None
+    /// when `waited` was the ceiling.
     pub fn grace(&self, waited: Duration) -> Option<Duration> {
         let left = self.ceiling.saturating_sub(waited);
-        (!left.is_zero()).then(|| self.restart.max(FLOOR).min(left))
+        let grace = if self.hangs {
+            FLOOR
+        } else {
+            self.restart.max(FLOOR)
+        };
+        (!left.is_zero()).then(|| grace.min(left))
+    }
+
+    /// A suspect answer never came, grace included.
+    pub fn hung(&mut self) {
+        self.hangs = true;
     }
 
     /// An answer to `op` arrived after `waited`.
@@ -104,6 +120,10 @@ impl Patience {
             return;
         }
         let ceiling = self.ceiling;
+        // Late, yet answered: a suspect answer may be a slow one again.
+        if self.calibrated(op).is_some_and(|t| waited > t) {
+            self.hangs = false;
+        }
         let p = self.ops.entry(op).or_default();
         let longest = p.recent.iter().max().copied().unwrap_or_default();
         if p.recent.len() == WINDOW {
@@ -263,5 +283,22 @@ mod tests {
             "the ceiling bounds the whole wait"
         );
         assert_eq!(p.grace(Duration::from_secs(5)), None);
+    }
+
+    #[test]
+    fn after_a_hang_the_floor_until_an_answer_comes_late() {
+        let mut p = calibrated_on(std::iter::once(1));
+        p.answered(Op::ParseReply, Duration::from_millis(1));
+        p.started(Duration::from_millis(1_500));
+        p.hung();
+        assert_eq!(p.grace(FLOOR), Some(FLOOR));
+        p.answered(OP, Duration::from_millis(1));
+        assert_eq!(
+            p.grace(FLOOR),
+            Some(FLOOR),
+            "an answer in time says nothing"
+        );
+        p.answered(Op::ParseReply, Duration::from_millis(150));
+        assert_eq!(p.grace(FLOOR), Some(Duration::from_millis(1_500)));
     }
 }
