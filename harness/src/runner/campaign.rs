@@ -427,18 +427,20 @@ pub fn run<S: Sut>(
     let suts = start_suts(&make_sut, campaign.jobs.max(1))?;
     let name = suts
         .first()
-        .map(|s| s.name().to_string())
+        .map(|(s, _)| s.name().to_string())
         .unwrap_or_default();
     // Each job holds a sender it never uses: when the last job ends, however it ends, the
     // channel disconnects and the sampler stops at once instead of at its next tick.
     let (running, all_done) = std::sync::mpsc::channel::<std::convert::Infallible>();
     let mut timeline = std::thread::scope(|scope| -> Result<Vec<Sample>> {
         let mut handles = Vec::new();
-        for (job, sut) in suts.into_iter().enumerate() {
+        for (job, (sut, start_up)) in suts.into_iter().enumerate() {
             let shared = &shared;
             let make_sut = &make_sut;
             let (shrinks, requests) = std::sync::mpsc::channel();
             let (slow, slow_ops) = std::sync::mpsc::channel();
+            // A job done with its cases hands its SUT to its shrinker.
+            let (hand_over, handed) = std::sync::mpsc::channel();
             // Generated inputs are cloned, shrunk and dropped the ordinary, recursive way.
             let thread = |name: String| {
                 std::thread::Builder::new()
@@ -453,7 +455,8 @@ pub fn run<S: Sut>(
                         let first = campaign.shard.index * campaign.jobs.max(1) as u64;
                         let result = job_loop(shared, first + job as u64, sut, &shrinks, &slow_ops);
                         shared.running.fetch_sub(1, Ordering::SeqCst);
-                        result
+                        let _ = hand_over.send(result?);
+                        Ok(())
                     })
                     .context("cannot start a campaign job")?,
             );
@@ -462,7 +465,14 @@ pub fn run<S: Sut>(
                 thread(format!("campaign shrinker {job}"))
                     .spawn_scoped(scope, move || {
                         let _running = running_shrinker;
-                        shrink_loop(shared, make_sut, &requests, &slow)
+                        // Without a case count the job runs to the deadline: nothing to wait for.
+                        let start_up = if campaign.cases.is_some() {
+                            start_up
+                        } else {
+                            Duration::ZERO
+                        };
+                        let spare = Spare { handed, start_up };
+                        shrink_loop(shared, make_sut, &spare, &requests, &slow)
                     })
                     .context("cannot start a campaign shrinker")?,
             );
@@ -508,10 +518,20 @@ pub fn run<S: Sut>(
 }
 
 /// Starts one SUT per job, side by side: a runtime whose imports take seconds costs them once
-/// per campaign, not once per job.
-fn start_suts<S: Sut>(make_sut: &(impl Fn() -> Result<S> + Sync), jobs: usize) -> Result<Vec<S>> {
+/// per campaign, not once per job. Each with how long it took to start.
+fn start_suts<S: Sut>(
+    make_sut: &(impl Fn() -> Result<S> + Sync),
+    jobs: usize,
+) -> Result<Vec<(S, Duration)>> {
     std::thread::scope(|scope| {
-        let starting: Vec<_> = (0..jobs).map(|_| scope.spawn(make_sut)).collect();
+        let starting: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let started = Instant::now();
+                    make_sut().map(|sut| (sut, started.elapsed()))
+                })
+            })
+            .collect();
         starting
             .into_iter()
             .map(|s| {
@@ -707,11 +727,11 @@ fn job_loop<S: Sut>(
     mut sut: S,
     shrinks: &Sender<ShrinkRequest>,
     slow: &Receiver<Op>,
-) -> Result<()> {
+) -> Result<S> {
     let campaign = shared.campaign;
     let draws = Draws::new(campaign, sut.ops());
     if draws.ops.is_empty() {
-        return Ok(());
+        return Ok(sut);
     }
     let mut runner = TestRunner::new_with_rng(draws.config.clone(), rng_for(campaign.seed, job));
     let mut reference = crate::runner::sut::ReferenceSut;
@@ -851,11 +871,7 @@ fn job_loop<S: Sut>(
             );
         }
     }
-    shared
-        .progress
-        .late
-        .fetch_add(sut.late_answers(), Ordering::Relaxed);
-    Ok(())
+    Ok(sut)
 }
 
 /// One case sent and answered: its place among the batch's draws, its op, input and answer.
@@ -942,13 +958,24 @@ fn send<S: Sut>(
     Ok(sent)
 }
 
-/// A job's shrinker: shrinks the job's new findings one after the other with a SUT of its own
-/// (made on the first), while the job goes on. A hang is confirmed with the full time-out
+/// The SUT a job hands its shrinker when it is done with its cases, and how long that SUT took
+/// to start.
+struct Spare<S> {
+    handed: Receiver<S>,
+    start_up: Duration,
+}
+
+/// A job's shrinker: shrinks the job's new findings one after the other, while the job goes on.
+/// Its SUT is the job's, when the job is done within the time a SUT of its own would take to
+/// start (ski rental: a short campaign pays no second start-up, a long one at most twice it),
+/// else one of its own. A hang is confirmed with the full time-out
 /// first; one answered then was a slow case: its finding and verdicts are withdrawn and the job
 /// told to wait longer for the op. After the campaign's deadline a finding is left as found.
+/// Counts the slow answers of every SUT it ends with.
 fn shrink_loop<S: Sut>(
     shared: &Shared<'_>,
     make_sut: &(impl Fn() -> Result<S> + Sync),
+    spare: &Spare<S>,
     requests: &Receiver<ShrinkRequest>,
     slow: &Sender<Op>,
 ) -> Result<()> {
@@ -961,7 +988,10 @@ fn shrink_loop<S: Sut>(
         }
         let sut = match &mut sut {
             Some(sut) => sut,
-            None => sut.insert(make_sut()?),
+            None => sut.insert(match spare.handed.recv_timeout(spare.start_up) {
+                Ok(handed) => handed,
+                Err(_) => make_sut()?,
+            }),
         };
         let draws = draws.get_or_insert_with(|| Draws::new(campaign, sut.ops()));
         let mut runner = TestRunner::new_with_rng(draws.config.clone(), request.rng);
@@ -1031,12 +1061,12 @@ fn shrink_loop<S: Sut>(
             shared.stop.store(true, Ordering::Relaxed);
         }
     }
-    if let Some(sut) = &sut {
-        shared
-            .progress
-            .late
-            .fetch_add(sut.late_answers(), Ordering::Relaxed);
-    }
+    let late: u64 = sut
+        .iter()
+        .chain(&spare.handed.try_iter().collect::<Vec<_>>())
+        .map(Sut::late_answers)
+        .sum();
+    shared.progress.late.fetch_add(late, Ordering::Relaxed);
     Ok(())
 }
 
