@@ -31,6 +31,12 @@ const SHRINK_TIME: Duration = Duration::from_secs(10);
 /// wrong answer.
 const HANG_SHRINK_TIME: Duration = Duration::from_secs(2);
 
+/// One input judged again: the SUT's answer, the reference's, and the violations.
+type Replayed = (Answer, Answer, Vec<Violation>);
+/// A shrinking step that still fails the same way: the violation, the SUT's answer and the
+/// reference's.
+type Hit = (Violation, Answer, Answer);
+
 /// What shrinking a failure gave (one per finding: its size does not matter).
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
@@ -71,7 +77,7 @@ pub fn shrink<S: Sut>(
                  sut: &mut S,
                  wait: Wait,
                  until: Option<Instant>|
-     -> Result<Vec<Option<Option<(Violation, Answer, Answer)>>>> {
+     -> Result<Vec<Option<Option<Hit>>>> {
         let seen = &mut |answer: &Answer| {
             progress.fault(answer);
             ControlFlow::Continue(())
@@ -317,11 +323,7 @@ pub fn finding_id(op: Op, rule: Rule, signature: &Signature, known_cause: Option
 }
 
 /// Judges one stored input again (for `normfuzz repro`).
-pub fn replay(
-    sut: &mut dyn Sut,
-    op: Op,
-    input: &Value,
-) -> Result<(Answer, Answer, Vec<Violation>)> {
+pub fn replay(sut: &mut dyn Sut, op: Op, input: &Value) -> Result<Replayed> {
     let seen = &mut |_: &Answer| ControlFlow::Continue(());
     replay_batch(
         sut,
@@ -345,7 +347,7 @@ fn replay_batch(
     until: Option<Instant>,
     wait: Wait,
     seen: &mut dyn FnMut(&Answer) -> ControlFlow<()>,
-) -> Result<Vec<Option<(Answer, Answer, Vec<Violation>)>>> {
+) -> Result<Vec<Option<Replayed>>> {
     let companions: Vec<Option<Value>> = inputs.iter().map(|i| companion(op, i)).collect();
     let batch: Vec<(Op, &Value)> = inputs
         .iter()
