@@ -329,7 +329,7 @@ impl ProcessSut {
             };
             // Past `suspect` the answer may be slow rather than hung: the process is kept for as
             // long as replacing it would cost (`Patience::grace`), and only then is it a hang.
-            let wait = suspect + self.patience.grace(suspect).unwrap_or_default();
+            let wait = suspect + self.patience.grace(op, suspect).unwrap_or_default();
             let started = Instant::now();
             let give_up = started + wait;
             let deadline = until.map_or(give_up, |u| u.min(give_up));
@@ -351,7 +351,7 @@ impl ProcessSut {
                 None => {
                     self.hang_cost += wait;
                     self.after_hang = true;
-                    self.patience.hung();
+                    self.patience.hung(op);
                     Answer::Fault(Fault::Hang {
                         timeout_ms: millis(wait),
                         full_ms: (wait < ceiling).then(|| millis(ceiling)),

@@ -41,9 +41,6 @@ pub struct Patience {
     calibrate: bool,
     /// What a restart costs: the SUT's last start-up (spawn and handshake).
     restart: Duration,
-    /// The last suspect answer never came: the SUT hangs for real, and its next suspect answers
-    /// get the floor as grace, until one comes late after all.
-    hangs: bool,
     ops: HashMap<Op, OpPatience>,
 }
 
@@ -56,6 +53,9 @@ struct OpPatience {
     calibrated: Option<Duration>,
     /// Set by a slow case: the estimate never goes below it again.
     floor: Option<Duration>,
+    /// Its last suspect answer never came: the op hangs for real, and its next suspect answers
+    /// get the floor as grace, until one comes late after all.
+    hangs: bool,
 }
 
 impl Patience {
@@ -64,7 +64,6 @@ impl Patience {
             ceiling,
             calibrate,
             restart: Duration::ZERO,
-            hangs: false,
             ops: HashMap::new(),
         }
     }
@@ -95,13 +94,13 @@ impl Patience {
         self.restart = took;
     }
 
-    /// How much longer than `waited` (a wait that ran out) a suspect answer is waited for before
-    /// it is a hang: what a restart costs, or the floor once the last suspect answer never came
-    /// (a SUT that hangs on a bug must not pay the grace on every hang); up to the ceiling. None
-    /// when `waited` was the ceiling.
-    pub fn grace(&self, waited: Duration) -> Option<Duration> {
+    /// How much longer than `waited` (a wait that ran out) a suspect answer to `op` is waited
+    /// for before it is a hang: what a restart costs, or the floor once the op's last suspect
+    /// answer never came (an op that hangs on a bug must not pay the grace on every hang; another
+    /// op's slow answer still gets it); up to the ceiling. None when `waited` was the ceiling.
+    pub fn grace(&self, op: Op, waited: Duration) -> Option<Duration> {
         let left = self.ceiling.saturating_sub(waited);
-        let grace = if self.hangs {
+        let grace = if self.ops.get(&op).is_some_and(|p| p.hangs) {
             FLOOR
         } else {
             self.restart.max(FLOOR)
@@ -109,9 +108,9 @@ impl Patience {
         (!left.is_zero()).then(|| grace.min(left))
     }
 
-    /// A suspect answer never came, grace included.
-    pub fn hung(&mut self) {
-        self.hangs = true;
+    /// A suspect answer to `op` never came, grace included.
+    pub fn hung(&mut self, op: Op) {
+        self.ops.entry(op).or_default().hangs = true;
     }
 
     /// An answer to `op` arrived after `waited`.
@@ -120,11 +119,11 @@ impl Patience {
             return;
         }
         let ceiling = self.ceiling;
-        // Late, yet answered: a suspect answer may be a slow one again.
-        if self.calibrated(op).is_some_and(|t| waited > t) {
-            self.hangs = false;
-        }
         let p = self.ops.entry(op).or_default();
+        // Late, yet answered: its suspect answers may be slow ones again.
+        if p.calibrated.is_some_and(|t| waited > t) {
+            p.hangs = false;
+        }
         let longest = p.recent.iter().max().copied().unwrap_or_default();
         if p.recent.len() == WINDOW {
             p.recent.pop_front();
@@ -273,32 +272,37 @@ mod tests {
     #[test]
     fn a_suspect_answer_gets_what_a_restart_costs_up_to_the_ceiling() {
         let mut p = calibrated_on(std::iter::once(1));
-        assert_eq!(p.grace(FLOOR), Some(FLOOR), "never less than the floor");
+        assert_eq!(p.grace(OP, FLOOR), Some(FLOOR), "never less than the floor");
         p.started(Duration::from_millis(1_500));
-        assert_eq!(p.grace(FLOOR), Some(Duration::from_millis(1_500)));
+        assert_eq!(p.grace(OP, FLOOR), Some(Duration::from_millis(1_500)));
         p.started(Duration::from_secs(30));
         assert_eq!(
-            p.grace(Duration::from_secs(1)),
+            p.grace(OP, Duration::from_secs(1)),
             Some(Duration::from_secs(4)),
             "the ceiling bounds the whole wait"
         );
-        assert_eq!(p.grace(Duration::from_secs(5)), None);
+        assert_eq!(p.grace(OP, Duration::from_secs(5)), None);
     }
 
     #[test]
-    fn after_a_hang_the_floor_until_an_answer_comes_late() {
+    fn an_op_that_hung_gets_the_floor_until_an_answer_comes_late() {
         let mut p = calibrated_on(std::iter::once(1));
         p.answered(Op::ParseReply, Duration::from_millis(1));
         p.started(Duration::from_millis(1_500));
-        p.hung();
-        assert_eq!(p.grace(FLOOR), Some(FLOOR));
+        p.hung(OP);
+        assert_eq!(p.grace(OP, FLOOR), Some(FLOOR));
+        assert_eq!(
+            p.grace(Op::ParseReply, FLOOR),
+            Some(Duration::from_millis(1_500)),
+            "per op"
+        );
         p.answered(OP, Duration::from_millis(1));
         assert_eq!(
-            p.grace(FLOOR),
+            p.grace(OP, FLOOR),
             Some(FLOOR),
             "an answer in time says nothing"
         );
-        p.answered(Op::ParseReply, Duration::from_millis(150));
-        assert_eq!(p.grace(FLOOR), Some(Duration::from_millis(1_500)));
+        p.answered(OP, Duration::from_millis(150));
+        assert_eq!(p.grace(OP, FLOOR), Some(Duration::from_millis(1_500)));
     }
 }
