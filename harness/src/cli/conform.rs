@@ -108,10 +108,11 @@ pub struct ConformArgs {
     save_regressions: bool,
     #[command(flatten)]
     sut_limits: SutArgs,
-    /// Wait the whole --timeout-ms for every answer. Without it the wait is calibrated on the
-    /// SUT's first answers (ten times their 99th percentile, at least 100 ms, --timeout-ms the
-    /// ceiling), and the first wait of each op that runs out is sent again alone with the full
-    /// --timeout-ms before it counts as a hang (B1).
+    /// Wait the whole --timeout-ms for every answer. Without it the wait is calibrated per op on
+    /// the SUT's latest answers (ten times their 99th percentile or three times the longest, at
+    /// least 100 ms, --timeout-ms the ceiling); an answer past it is waited for as long again as
+    /// restarting the SUT costs (its measured start-up) before it is a hang, and a hang finding
+    /// is sent again alone with the full --timeout-ms before it counts (B1).
     #[arg(long)]
     fixed_timeout: bool,
 }

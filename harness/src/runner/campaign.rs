@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::baseline::{Baseline, Judgement, Standing};
+use super::cpu::{CpuClock, CpuUse};
 use super::impact::{Class, Evidence, Impact, Profile, derive};
 use super::shrink::Shrunk;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
@@ -220,6 +221,8 @@ pub struct Outcome {
     pub findings: Vec<Finding>,
     /// The SUT's faults, shrinking included, and what its hangs cost.
     pub faults: Faults,
+    /// The CPU the harness and the SUT processes used (`runner::cpu`).
+    pub cpu: CpuUse,
     /// The impact classes whose gate findings fail the campaign (`--fail-on`).
     pub fail_on: Vec<Class>,
     /// The findings against the campaign's baseline, if it had one.
@@ -331,6 +334,9 @@ pub struct Progress {
     /// Cases first counted as hangs whose finding, sent again with the full time-out, was
     /// answered: slow cases, withdrawn.
     pub slow: AtomicU64,
+    /// Answers after the calibrated wait, within the grace a restart's cost bought them: counted
+    /// when each SUT is done (`Sut::late_answers`).
+    pub late: AtomicU64,
 }
 
 impl Progress {
@@ -361,6 +367,7 @@ impl Progress {
             crashes: self.crashes.load(Ordering::Relaxed),
             garbled: self.garbled.load(Ordering::Relaxed),
             slow: self.slow.load(Ordering::Relaxed),
+            late: self.late.load(Ordering::Relaxed),
         }
     }
 }
@@ -376,6 +383,10 @@ pub struct Faults {
     /// Cases that ran out at a calibrated time-out but were answered with the full one.
     #[serde(default)]
     pub slow: u64,
+    /// Answers after the calibrated time-out, within its grace: slow answers that cost no
+    /// restart (not faults).
+    #[serde(default)]
+    pub late: u64,
 }
 
 impl Faults {
@@ -391,6 +402,7 @@ impl std::ops::AddAssign for Faults {
         self.crashes += other.crashes;
         self.garbled += other.garbled;
         self.slow += other.slow;
+        self.late += other.late;
     }
 }
 
@@ -451,27 +463,27 @@ pub fn run<S: Sut>(
         },
         steered: AtomicU64::new(0),
     };
-    let mut suts = Vec::new();
-    for _ in 0..campaign.jobs.max(1) {
-        suts.push(make_sut()?);
-    }
-    if let (Ok(mut coverage), Some(sut)) = (shared.coverage.lock(), suts.first()) {
+    let cpu = CpuClock::now();
+    let suts = start_suts(&make_sut, campaign.jobs.max(1))?;
+    if let (Ok(mut coverage), Some((sut, _))) = (shared.coverage.lock(), suts.first()) {
         *coverage = sut.coverage().cloned();
     }
     let name = suts
         .first()
-        .map(|s| s.name().to_string())
+        .map(|(s, _)| s.name().to_string())
         .unwrap_or_default();
     // Each job holds a sender it never uses: when the last job ends, however it ends, the
     // channel disconnects and the sampler stops at once instead of at its next tick.
     let (running, all_done) = std::sync::mpsc::channel::<std::convert::Infallible>();
     let mut timeline = std::thread::scope(|scope| -> Result<Vec<Sample>> {
         let mut handles = Vec::new();
-        for (job, sut) in suts.into_iter().enumerate() {
+        for (job, (sut, start_up)) in suts.into_iter().enumerate() {
             let shared = &shared;
             let make_sut = &make_sut;
             let (shrinks, requests) = std::sync::mpsc::channel();
             let (slow, slow_ops) = std::sync::mpsc::channel();
+            // A job done with its cases hands its SUT to its shrinker.
+            let (hand_over, handed) = std::sync::mpsc::channel();
             // Generated inputs are cloned, shrunk and dropped the ordinary, recursive way.
             let thread = |name: String| {
                 std::thread::Builder::new()
@@ -486,7 +498,8 @@ pub fn run<S: Sut>(
                         let first = campaign.shard.index * campaign.jobs.max(1) as u64;
                         let result = job_loop(shared, first + job as u64, sut, &shrinks, &slow_ops);
                         shared.running.fetch_sub(1, Ordering::SeqCst);
-                        result
+                        let _ = hand_over.send(result?);
+                        Ok(())
                     })
                     .context("cannot start a campaign job")?,
             );
@@ -495,7 +508,14 @@ pub fn run<S: Sut>(
                 thread(format!("campaign shrinker {job}"))
                     .spawn_scoped(scope, move || {
                         let _running = running_shrinker;
-                        shrink_loop(shared, make_sut, &requests, &slow)
+                        // Without a case count the job runs to the deadline: nothing to wait for.
+                        let start_up = if campaign.cases.is_some() {
+                            start_up
+                        } else {
+                            Duration::ZERO
+                        };
+                        let spare = Spare { handed, start_up };
+                        shrink_loop(shared, make_sut, &spare, &requests, &slow)
                     })
                     .context("cannot start a campaign shrinker")?,
             );
@@ -535,6 +555,8 @@ pub fn run<S: Sut>(
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
         faults: progress.faults(),
+        // Every SUT process was stopped and reaped when its job or shrinker ended.
+        cpu: cpu.used_since(),
         fail_on: DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline,
@@ -552,6 +574,31 @@ pub fn run<S: Sut>(
                 .collect(),
             steered_cases: shared.steered.load(Ordering::Relaxed),
         }),
+    })
+}
+
+/// Starts one SUT per job, side by side: a runtime whose imports take seconds costs them once
+/// per campaign, not once per job. Each with how long it took to start.
+fn start_suts<S: Sut>(
+    make_sut: &(impl Fn() -> Result<S> + Sync),
+    jobs: usize,
+) -> Result<Vec<(S, Duration)>> {
+    std::thread::scope(|scope| {
+        let starting: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let started = Instant::now();
+                    make_sut().map(|sut| (sut, started.elapsed()))
+                })
+            })
+            .collect();
+        starting
+            .into_iter()
+            .map(|s| {
+                s.join()
+                    .map_err(|_| anyhow::anyhow!("starting a SUT panicked"))?
+            })
+            .collect()
     })
 }
 
@@ -753,11 +800,11 @@ fn job_loop<S: Sut>(
     mut sut: S,
     shrinks: &Sender<ShrinkRequest>,
     slow: &Receiver<Op>,
-) -> Result<()> {
+) -> Result<S> {
     let campaign = shared.campaign;
     let draws = Draws::new(campaign, sut.ops());
     if draws.ops.is_empty() {
-        return Ok(());
+        return Ok(sut);
     }
     let mut runner = TestRunner::new_with_rng(draws.config.clone(), rng_for(campaign.seed, job));
     // Mutations draw from an RNG of their own: the generated cases stay those of the seed.
@@ -916,7 +963,7 @@ fn job_loop<S: Sut>(
             );
         }
     }
-    Ok(())
+    Ok(sut)
 }
 
 /// One case sent and answered: its place among the batch's draws, its op, input and answer.
@@ -1003,13 +1050,24 @@ fn send<S: Sut>(
     Ok(sent)
 }
 
-/// A job's shrinker: shrinks the job's new findings one after the other with a SUT of its own
-/// (made on the first), while the job goes on. A hang is confirmed with the full time-out
+/// The SUT a job hands its shrinker when it is done with its cases, and how long that SUT took
+/// to start.
+struct Spare<S> {
+    handed: Receiver<S>,
+    start_up: Duration,
+}
+
+/// A job's shrinker: shrinks the job's new findings one after the other, while the job goes on.
+/// Its SUT is the job's, when the job is done within the time a SUT of its own would take to
+/// start (ski rental: a short campaign pays no second start-up, a long one at most twice it),
+/// else one of its own. A hang is confirmed with the full time-out
 /// first; one answered then was a slow case: its finding and verdicts are withdrawn and the job
 /// told to wait longer for the op. After the campaign's deadline a finding is left as found.
+/// Counts the slow answers of every SUT it ends with.
 fn shrink_loop<S: Sut>(
     shared: &Shared<'_>,
     make_sut: &(impl Fn() -> Result<S> + Sync),
+    spare: &Spare<S>,
     requests: &Receiver<ShrinkRequest>,
     slow: &Sender<Op>,
 ) -> Result<()> {
@@ -1022,7 +1080,10 @@ fn shrink_loop<S: Sut>(
         }
         let sut = match &mut sut {
             Some(sut) => sut,
-            None => sut.insert(make_sut()?),
+            None => sut.insert(match spare.handed.recv_timeout(spare.start_up) {
+                Ok(handed) => handed,
+                Err(_) => make_sut()?,
+            }),
         };
         let draws = draws.get_or_insert_with(|| Draws::new(campaign, sut.ops()));
         let mut runner = TestRunner::new_with_rng(draws.config.clone(), request.rng);
@@ -1099,6 +1160,12 @@ fn shrink_loop<S: Sut>(
             shared.stop.store(true, Ordering::Relaxed);
         }
     }
+    let late: u64 = sut
+        .iter()
+        .chain(&spare.handed.try_iter().collect::<Vec<_>>())
+        .map(Sut::late_answers)
+        .sum();
+    shared.progress.late.fetch_add(late, Ordering::Relaxed);
     Ok(())
 }
 

@@ -4,6 +4,7 @@
 
 pub mod baseline;
 pub mod campaign;
+pub mod cpu;
 pub mod e2e;
 pub mod impact;
 pub mod report;

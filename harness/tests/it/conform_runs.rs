@@ -2,6 +2,7 @@
 //! pass-through SUT is caught with small shrunk inputs, a faulty SUT is survived and reported,
 //! and a run is deterministic for a seed.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use normfuzz::protocol::Op;
@@ -344,6 +345,7 @@ fn merged_shard_reports_equal_the_unsharded_report() {
                 "steadyCases",
                 "steadyJobMs",
                 "steadyCasesPerSecond",
+                "cpu",
             ] {
                 map.remove(volatile).unwrap();
             }
@@ -447,4 +449,79 @@ fn repro_replays_a_finding_nested_as_deep_as_generated() {
         Some(1),
         "the echo SUT's findings fail the gate"
     );
+}
+
+/// Start-up is paid once per job: the shrinker's SUT starts only for a finding that is new
+/// (one its baseline does not know: here a divergence, which no baseline lists), never for the
+/// known ones, however many cases hit them.
+#[test]
+fn known_findings_start_no_shrinker_sut() {
+    crate::on_job_stack(|| {
+        let starts = AtomicUsize::new(0);
+        let make = || {
+            starts.fetch_add(1, Ordering::SeqCst);
+            Ok(EchoNeutralize)
+        };
+        let mut c = campaign(&[Op::CheckMediaUrl], 600, 3);
+        let first = run(&c, make, &Progress::default()).unwrap();
+        let gate: Vec<_> = first.findings.iter().filter(|f| f.gate).collect();
+        assert!(!gate.is_empty(), "{:?}", first.findings);
+        // Every rule it broke known, rule-wide.
+        let entries: String = gate
+            .iter()
+            .map(|f| {
+                format!(
+                    "[[known]]\nop = \"check_media_url\"\nrule = \"{}\"\nclass = \"bug\"\n\
+                     cause = \"allows-all\"\nreason = \"allows every URL\"\n",
+                    f.rule
+                )
+            })
+            .collect();
+        c.baseline = Some(normfuzz::runner::baseline::Baseline::parse(&entries).unwrap());
+        starts.store(0, Ordering::SeqCst);
+        let second = run(&c, make, &Progress::default()).unwrap();
+        assert_eq!(second.cases(), 600);
+        let known_hits: u64 = second
+            .findings
+            .iter()
+            .filter(|f| f.gate)
+            .map(|f| f.hits)
+            .sum();
+        assert!(known_hits > 0);
+        // A new finding may start the shrinker's SUT (unless the job was done first and handed
+        // it its own); known ones never do.
+        let new = second.findings.iter().any(|f| !f.gate);
+        let started = starts.load(Ordering::SeqCst);
+        assert!(
+            started == 1 || (new && started == 2),
+            "{started} SUTs started; {known_hits} known hits; a new finding: {new}"
+        );
+    });
+}
+
+/// A job done with its cases within the time a SUT takes to start hands its SUT to its
+/// shrinker: a short campaign of a slow-starting runtime pays one start-up, not two.
+#[test]
+fn a_short_campaigns_shrinker_takes_its_jobs_sut() {
+    crate::on_job_stack(|| {
+        let starts = AtomicUsize::new(0);
+        let make = || {
+            starts.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_secs(2));
+            Ok(EchoNeutralize)
+        };
+        let outcome = run(
+            &campaign(&[Op::CheckMediaUrl], 200, 3),
+            make,
+            &Progress::default(),
+        )
+        .unwrap();
+        let shrunk: Vec<_> = outcome.findings.iter().filter(|f| f.gate).collect();
+        assert!(!shrunk.is_empty());
+        assert!(
+            shrunk.iter().all(|f| !f.detail.contains("not shrunk")),
+            "{shrunk:?}"
+        );
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
+    });
 }

@@ -10,6 +10,7 @@ use normfuzz::oracle::signature::{Action, Signature};
 use normfuzz::protocol::{Answer, Op};
 use normfuzz::rule::Rule;
 use normfuzz::runner::campaign::{Faults, Finding, Outcome, Sample, Tally};
+use normfuzz::runner::cpu::CpuUse;
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus};
 use serde_json::json;
 
@@ -100,6 +101,11 @@ fn outcome() -> Outcome {
             crashes: 1,
             garbled: 0,
             slow: 0,
+            late: 2,
+        },
+        cpu: CpuUse {
+            harness_ms: 300,
+            sut_ms: 1_700,
         },
         fail_on: normfuzz::runner::campaign::DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
@@ -303,6 +309,14 @@ fn index_holds_what_the_other_formats_show() {
         summary.contains("4 restarts (3 hangs costing 1.5 s of job time, 1 crashes"),
         "{summary}"
     );
+    assert_eq!(index["faults"]["late"], 2);
+    assert_eq!(index["cpu"]["harnessShare"], 0.15);
+    for shown in [
+        "2 slow answers waited for past the calibrated time-out (no restart)",
+        "the harness 15% of the CPU (0.3 s against the SUT's 1.7 s)",
+    ] {
+        assert!(summary.contains(shown), "{shown} not in {summary}");
+    }
     assert_eq!(
         index["matrix"]["cells"]["S1"]["neutralize_text"]["state"],
         "fail"

@@ -133,6 +133,9 @@ pub struct Row {
     /// Cases per second while no job was shrinking (`steadyCasesPerSecond`); none for e2e
     /// turns, which are not shrunk, and for a campaign that was always shrinking.
     pub steady_rate: Option<f64>,
+    /// The harness's share of the campaign's CPU, its own against the SUT processes'
+    /// (`cpu.harnessShare`); none for e2e turns.
+    pub harness_cpu: Option<f64>,
     pub divergent: u64,
     /// The runtime's own coverage of its named functions (`index.json`'s `coverage`), as
     /// "lines L/N, branches B/M"; `None` for a run whose SUT reports none.
@@ -229,6 +232,7 @@ impl Row {
             cases: index["cases"].as_u64().unwrap_or(0),
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
             steady_rate: index["steadyCasesPerSecond"].as_f64(),
+            harness_cpu: index["cpu"]["harnessShare"].as_f64(),
             divergent: index["perOp"]
                 .as_object()
                 .into_iter()
@@ -333,6 +337,7 @@ impl Row {
             cases: cases.len() as u64,
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
             steady_rate: None,
+            harness_cpu: None,
             divergent: 0,
             coverage: None,
             cells,
@@ -395,6 +400,7 @@ impl Row {
             cases: 0,
             elapsed_ms: 0,
             steady_rate: None,
+            harness_cpu: None,
             divergent: 0,
             coverage: None,
             cells: Vec::new(),
@@ -529,15 +535,17 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
          cases/s is the whole campaign (generation, shim, reference, judges, \
          shrinking); steady, the rate over the batches during which no job was shrinking \
          (each distinct finding is shrunk once, one case at a time, for up to 10 s, which \
-         dominates a short campaign); runtime coverage, the lines and branches of the functions \
-         its `runtime.toml` names (`coverage`) that the campaign reached, as its shim reports \
-         them (the SUT protocol's coverage extension; none: the shim does not report it).\n\n\
-         | runtime | cases | cases/s | steady cases/s | divergent | runtime coverage |"
+         dominates a short campaign); harness CPU, the harness's share of the campaign's CPU \
+         (its own against the shim processes'); runtime coverage, the lines and branches of the \
+         functions its `runtime.toml` names (`coverage`) that the campaign reached, as its shim \
+         reports them (the SUT protocol's coverage extension; none: the shim does not report \
+         it).\n\n| runtime | cases | cases/s | steady cases/s | harness CPU | divergent | runtime \
+         coverage |"
     );
     for rule in &rules {
         out.push_str(&format!(" {rule} |"));
     }
-    out.push_str("\n|---|---:|---:|---:|---:|---|");
+    out.push_str("\n|---|---:|---:|---:|---:|---:|---|");
     out.push_str(&"---|".repeat(rules.len()));
     out.push('\n');
     for row in rows {
@@ -552,8 +560,11 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
         let judging = row
             .steady_rate
             .map_or_else(|| "–".to_string(), |r| format!("{r:.0}"));
+        let cpu = row
+            .harness_cpu
+            .map_or_else(|| "–".to_string(), |share| format!("{:.0}%", share * 100.0));
         out.push_str(&format!(
-            " {} | {:.0} | {judging} | {} | {} |",
+            " {} | {:.0} | {judging} | {cpu} | {} | {} |",
             row.cases,
             row.cases_per_second(),
             row.divergent,
@@ -713,6 +724,7 @@ pub fn to_json(rows: &[Row], date: &str, command: &str) -> Value {
             "elapsedMs": row.elapsed_ms,
             "casesPerSecond": (row.cases_per_second() * 10.0).round() / 10.0,
             "steadyCasesPerSecond": row.steady_rate,
+            "harnessCpuShare": row.harness_cpu,
             "divergent": row.divergent,
             "coverage": row.coverage,
             "error": row.error,
@@ -770,6 +782,7 @@ mod tests {
         json!({
             "baseline": {"notReached": not_reached},
             "cases": 2000, "elapsedMs": 1000, "steadyCasesPerSecond": 2500.0,
+            "cpu": {"harnessMs": 130, "sutMs": 870, "harnessShare": 0.13},
             "perOp": {"coerce_tool_result": {"cases": 2000, "divergent": 7}},
             "coverage": [{"name": "demo.js:convert", "file": "/x/demo.js", "lines": 10,
                 "linesReached": 7, "branches": 4, "branchesReached": 3, "unreached": [1, 2, 3]}],
@@ -984,10 +997,11 @@ mod tests {
         );
         assert!(md.contains("Made on 2026-11-24 by `cargo xtask matrix --cases 5`"));
         assert!(md.contains(
-            "| runtime | cases | cases/s | steady cases/s | divergent | runtime coverage | S1 | S2 | F1 | R1 |"
+            "| runtime | cases | cases/s | steady cases/s | harness CPU | divergent | runtime \
+             coverage | S1 | S2 | F1 | R1 |"
         ));
         assert!(md.contains(
-            "| demo@1.2.3 | 2000 | 2000 | 2500 | 7 | lines 7/10, branches 3/4 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \
+            "| demo@1.2.3 | 2000 | 2000 | 2500 | 13% | 7 | lines 7/10, branches 3/4 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \
              | **NEW** (9 cases) [1](demo-1.2.3/findings/c-S2-a.json) \
              [2](demo-1.2.3/findings/c-S2-b.json) | pass | n/a |"
         ));
@@ -1005,6 +1019,7 @@ mod tests {
         let value = to_json(&[row], "2026-11-24", "c");
         assert_eq!(value["runtimes"][0]["cells"]["S1"]["state"], "new");
         assert_eq!(value["runtimes"][0]["green"], false);
+        assert_eq!(value["runtimes"][0]["harnessCpuShare"], 0.13);
         assert_eq!(value["rules"], json!(["S1", "S2", "F1", "R1"]));
     }
 }

@@ -65,6 +65,9 @@ pub fn read(dir: &Path) -> Result<Part> {
         findings,
         faults: serde_json::from_value(index.get("faults").cloned().unwrap_or_default())
             .unwrap_or_default(),
+        // Reports written before it was measured: none.
+        cpu: serde_json::from_value(index.get("cpu").cloned().unwrap_or_default())
+            .unwrap_or_default(),
         fail_on: crate::runner::impact::FailOn::of_index(&index)?,
         baseline: match index.get("baseline") {
             Some(judged) if !judged.is_null() => Some(serde_json::from_value(judged.clone())?),
@@ -125,6 +128,7 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
         into.steady_cases += from.steady_cases;
         into.steady_job_ms += from.steady_job_ms;
         into.faults += from.faults;
+        into.cpu += from.cpu;
         for (op, tally) in from.per_op {
             add_tally(into.per_op.entry(op).or_default(), tally);
         }

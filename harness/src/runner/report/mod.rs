@@ -220,6 +220,11 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "steadyJobMs": outcome.steady_job_ms,
         "steadyCasesPerSecond": outcome.steady_rate().map(rounded),
         "faults": outcome.faults,
+        "cpu": {
+            "harnessMs": outcome.cpu.harness_ms,
+            "sutMs": outcome.cpu.sut_ms,
+            "harnessShare": outcome.cpu.harness_share().map(|s| (s * 1000.0).round() / 1000.0),
+        },
         "failOn": outcome.fail_on,
         "baseline": outcome.baseline,
         "cases": outcome.cases(),

@@ -7,7 +7,8 @@
 //! handed to the caller as it arrives, and a batch stops at the caller's deadline. After a hang,
 //! crash or protocol fault the process group is killed and restarted, and the rest of the batch
 //! (not the faulty request) is sent again. How long an answer is waited for is calibrated on the
-//! SUT's first answers (`patience.rs`). Every request line is written by
+//! SUT's latest answers (`patience.rs`); an answer past that wait is given as long again as a
+//! restart would cost before it is a hang. Every request line is written by
 //! `protocol::write_request`.
 
 mod command;
@@ -85,6 +86,12 @@ pub trait Sut: Send {
     fn take_novel(&mut self) -> Vec<(Op, Value)> {
         Vec::new()
     }
+
+    /// Answers so far that came after the calibrated wait, within the grace a restart's cost
+    /// bought them: slow answers that cost no restart.
+    fn late_answers(&self) -> u64 {
+        0
+    }
 }
 
 /// Novel requests a SUT keeps between two `take_novel` calls (a shrinker's SUT is never asked).
@@ -138,6 +145,10 @@ impl Sut for Box<dyn Sut> {
 
     fn take_novel(&mut self) -> Vec<(Op, Value)> {
         (**self).take_novel()
+    }
+
+    fn late_answers(&self) -> u64 {
+        (**self).late_answers()
     }
 }
 
@@ -232,6 +243,8 @@ pub struct ProcessSut {
     coverage: Option<Reached>,
     /// Requests whose answers reached new coverage, until `take_novel`.
     novel: Vec<(Op, Value)>,
+    /// Answers after the calibrated wait, within its grace (`Sut::late_answers`).
+    late: u64,
 }
 
 /// How one attempt at (the rest of) a batch ended.
@@ -262,8 +275,11 @@ impl ProcessSut {
         if argv.is_empty() {
             bail!("the SUT command is empty");
         }
+        let spawned = Instant::now();
         let (running, handshake) =
             Running::spawn(&argv, options.max_answer_bytes, options.handshake_timeout)?;
+        let mut patience = Patience::new(options.timeout, options.calibrate);
+        patience.started(spawned.elapsed());
         let ops = handshake.known_ops();
         if ops.is_empty() {
             bail!(
@@ -281,10 +297,11 @@ impl ProcessSut {
             ops,
             running: Some(running),
             next_id: 0,
-            patience: Patience::new(options.timeout, options.calibrate),
+            patience,
             restarts: 0,
             hang_cost: Duration::ZERO,
             after_hang: false,
+            late: 0,
         })
     }
 
@@ -304,6 +321,7 @@ impl ProcessSut {
             .context("restarting the SUT")?;
             self.running = Some(running);
             self.restarts += 1;
+            self.patience.started(started.elapsed());
             if std::mem::take(&mut self.after_hang) {
                 self.hang_cost += started.elapsed();
             }
@@ -335,11 +353,14 @@ impl ProcessSut {
         }
         self.running()?.send(payload);
         for (i, &(op, _)) in batch.iter().enumerate() {
-            let wait = match wait {
+            let suspect = match wait {
                 Wait::Calibrated => self.patience.wait(op),
                 Wait::Full => ceiling,
                 Wait::At(wait) => wait.min(ceiling),
             };
+            // Past `suspect` the answer may be slow rather than hung: the process is kept for as
+            // long as replacing it would cost (`Patience::grace`), and only then is it a hang.
+            let wait = suspect + self.patience.grace(op, suspect).unwrap_or_default();
             let started = Instant::now();
             let give_up = started + wait;
             let deadline = until.map_or(give_up, |u| u.min(give_up));
@@ -354,7 +375,9 @@ impl ProcessSut {
                         self.novel.push((op, batch[i].1.clone()));
                     }
                     if !matches!(answer, Answer::Fault(_)) {
-                        self.patience.answered(op, started.elapsed());
+                        let waited = started.elapsed();
+                        self.late += u64::from(waited > suspect);
+                        self.patience.answered(op, waited);
                     }
                     answer
                 }
@@ -365,6 +388,7 @@ impl ProcessSut {
                 None => {
                     self.hang_cost += wait;
                     self.after_hang = true;
+                    self.patience.hung(op);
                     Answer::Fault(Fault::Hang {
                         timeout_ms: millis(wait),
                         full_ms: (wait < ceiling).then(|| millis(ceiling)),
@@ -465,6 +489,10 @@ impl Sut for ProcessSut {
 
     fn take_novel(&mut self) -> Vec<(Op, Value)> {
         std::mem::take(&mut self.novel)
+    }
+
+    fn late_answers(&self) -> u64 {
+        self.late
     }
 }
 
