@@ -806,7 +806,8 @@ mod tests {
             true,
             sig("k", Action::DroppedLabel, &["block:resource_link"]),
         );
-        let drafted = Baseline::parse(&draft(&[f.clone()], "sut", Some(&wide), true)).unwrap();
+        let drafted =
+            Baseline::parse(&draft(std::slice::from_ref(&f), "sut", Some(&wide), true)).unwrap();
         assert_eq!(drafted.known.len(), 2);
         assert_eq!(drafted.known[1].cause, "drops-links");
         assert_eq!(drafted.known[1].signature, Some(f.signature.clone()));
