@@ -112,22 +112,6 @@ fn pass_through_sut_is_caught_with_minimal_inputs() {
             s2.input
         );
         assert!(outcome.failed(false) > 0);
-        // Shrinking never adds a feature (a field dropped until the result breaks the schema,
-        // say): an entry drafted from a minimal input covers the case it came from, which for a
-        // finding of one case is its only trigger set.
-        let single: Vec<_> = outcome.findings.iter().filter(|f| f.hits == 1).collect();
-        assert!(!single.is_empty(), "no finding of one case to check");
-        for f in single {
-            assert!(
-                f.triggers
-                    .iter()
-                    .any(|t| normfuzz::oracle::signature::within(&f.signature.features, t)),
-                "{}: minimal input's features {:?} in no case's {:?}",
-                f.id,
-                f.signature.features,
-                f.triggers
-            );
-        }
     });
 }
 
@@ -233,6 +217,81 @@ impl Sut for EchoNeutralize {
         }
         Ok(answers)
     }
+}
+
+/// Shrinking never adds a feature the case lacked: a pass-through SUT keeps a resource link as
+/// it is (F4), and without its `name` it would still, but the result would then break the MCP
+/// schema, a feature the case did not have. The minimal input keeps the name, so an entry drafted
+/// from it covers the case it came from.
+#[test]
+fn shrinking_adds_no_feature_the_case_lacked() {
+    use proptest::strategy::{Just, Strategy};
+    use proptest::test_runner::TestRunner;
+
+    struct PassThrough;
+    impl Sut for PassThrough {
+        fn name(&self) -> &str {
+            "pass-through"
+        }
+        fn ops(&self) -> &[Op] {
+            &[Op::CoerceToolResult]
+        }
+        fn call_until(
+            &mut self,
+            batch: &[(Op, &serde_json::Value)],
+            _until: Option<std::time::Instant>,
+            _wait: normfuzz::runner::sut::Wait,
+            seen: &mut dyn FnMut(&normfuzz::protocol::Answer) -> std::ops::ControlFlow<()>,
+        ) -> anyhow::Result<Vec<normfuzz::protocol::Answer>> {
+            let answers: Vec<_> = batch
+                .iter()
+                .map(|(_, input)| normfuzz::protocol::Answer::Output(passed(input)))
+                .collect();
+            for answer in &answers {
+                let _ = seen(answer);
+            }
+            Ok(answers)
+        }
+    }
+    // The blocks as they came, with the output's `isError`.
+    fn passed(input: &serde_json::Value) -> serde_json::Value {
+        let mut output = input.clone();
+        if let Some(result) = output.as_object_mut() {
+            result.insert("isError".into(), false.into());
+        }
+        output
+    }
+    let input = serde_json::json!({"content": [
+        {"type": "resource_link", "uri": "https://example.com/a.pdf", "name": "a.pdf"}
+    ]});
+    let op = Op::CoerceToolResult;
+    let output = normfuzz::protocol::Answer::Output(passed(&input));
+    let expected = ReferenceSut.call(&[(op, &input)]).unwrap().pop().unwrap();
+    let violation = normfuzz::oracle::judge::judge(op, &input, &output, &expected)
+        .into_iter()
+        .find(|v| v.gate)
+        .expect("a gate failure on a link passed through");
+    let signature =
+        normfuzz::oracle::signature::Signature::of(op, &input, &output, &expected, &violation);
+    assert!(!signature.features.contains(&"schema-invalid".to_string()));
+    let tree = Just(input).new_tree(&mut TestRunner::default()).unwrap();
+    let shrunk = normfuzz::runner::shrink::shrink(
+        &mut PassThrough,
+        op,
+        tree,
+        &violation,
+        &signature,
+        false,
+        normfuzz::runner::sut::Wait::Calibrated,
+        None,
+        &Progress::default(),
+    )
+    .unwrap();
+    let normfuzz::runner::shrink::Shrunk::Smallest { input, .. } = shrunk else {
+        panic!("not shrunk: {shrunk:?}");
+    };
+    assert_eq!(input["content"][0]["name"], "a.pdf", "{input}");
+    assert!(normfuzz::oracle::mcp_schema::is_valid(&input), "{input}");
 }
 
 /// `--shard K/N`: the shards of a campaign run disjoint cases that together are the cases of

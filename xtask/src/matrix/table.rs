@@ -553,7 +553,8 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
         if let Some(err) = &row.error {
             let first = err.lines().next().unwrap_or("").replace('|', "\\|");
             out.push_str(&format!(" not run: {first} |"));
-            out.push_str(&" |".repeat(rules.len() + 4));
+            // The columns after `cases`: cases/s, steady, harness CPU, divergent, coverage.
+            out.push_str(&" |".repeat(rules.len() + 5));
             out.push('\n');
             continue;
         }
