@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub mod coverage;
 pub mod json;
 
 /// Protocol version written in the handshake's `normfuzz` field.
@@ -63,6 +64,9 @@ pub struct Handshake {
     #[serde(default)]
     pub name: String,
     pub ops: Vec<String>,
+    /// The coverage extension's offer (`coverage::Reached::offered` reads it), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<Value>,
 }
 
 impl Handshake {
@@ -175,32 +179,35 @@ pub const MAX_ANSWER_DEPTH: usize = 256;
 pub const FAULT_LINE_KEEP: usize = 2048;
 
 /// Reads one answer line, as bytes, for request `id`: a line that is not UTF-8 is a protocol
-/// fault (the protocol is UTF-8 JSON), never decoded lossily into an answer.
-pub fn parse_answer_line(line: &[u8], id: u64) -> Answer {
+/// fault (the protocol is UTF-8 JSON), never decoded lossily into an answer. Also answers the
+/// line's `coverage` (the coverage extension), if any.
+pub fn parse_answer_line(line: &[u8], id: u64) -> (Answer, Option<Value>) {
     match std::str::from_utf8(line) {
         Ok(line) => parse_answer(line, id),
         Err(e) => {
             let shown = String::from_utf8_lossy(line);
-            Answer::Fault(Fault::Protocol {
+            let fault = Answer::Fault(Fault::Protocol {
                 line: format!(
                     "(invalid byte at offset {}) {}",
                     e.valid_up_to(),
                     crate::excerpt::bounded(&shown, FAULT_LINE_KEEP)
                 ),
                 problem: "not valid UTF-8".to_string(),
-            })
+            });
+            (fault, None)
         }
     }
 }
 
-/// Reads one answer line for request `id`.
-pub fn parse_answer(line: &str, id: u64) -> Answer {
+/// Reads one answer line for request `id`, and its `coverage` (the coverage extension), if any.
+pub fn parse_answer(line: &str, id: u64) -> (Answer, Option<Value>) {
     let protocol = |problem: &str| {
         let shown = crate::excerpt::bounded(line, FAULT_LINE_KEEP).into_owned();
-        Answer::Fault(Fault::Protocol {
+        let fault = Answer::Fault(Fault::Protocol {
             line: shown,
             problem: problem.to_string(),
-        })
+        });
+        (fault, None)
     };
     let mut obj = match json::parse_value(line.as_bytes()) {
         Ok(value) if json::depth_exceeds(&value, MAX_ANSWER_DEPTH) => {
@@ -224,9 +231,10 @@ pub fn parse_answer(line: &str, id: u64) -> Answer {
         Some(_) => return protocol("wrong id: a later request's (answers out of order)"),
         None => return protocol("wrong id: missing or not a u64"),
     }
+    let coverage = obj.remove("coverage");
     match (obj.remove("output"), obj.remove("error")) {
-        (Some(output), None) => Answer::Output(output),
-        (None, Some(Value::String(message))) => Answer::Refused(message),
+        (Some(output), None) => (Answer::Output(output), coverage),
+        (None, Some(Value::String(message))) => (Answer::Refused(message), coverage),
         (None, Some(_)) => protocol("`error` is not a string"),
         (Some(_), Some(_)) => protocol("both `output` and `error`"),
         (None, None) => protocol("neither `output` nor `error`"),
@@ -240,11 +248,11 @@ mod tests {
     #[test]
     fn answers() {
         assert_eq!(
-            parse_answer(r#"{"id":3,"output":{"a":1}}"#, 3),
+            parse_answer(r#"{"id":3,"output":{"a":1}}"#, 3).0,
             Answer::Output(serde_json::json!({"a":1}))
         );
         assert_eq!(
-            parse_answer(r#"{"id":3,"error":"no"}"#, 3),
+            parse_answer(r#"{"id":3,"error":"no"}"#, 3).0,
             Answer::Refused("no".into())
         );
         for (line, problem) in [
@@ -266,7 +274,7 @@ mod tests {
             ),
             (r#"{"id":3,"error":5}"#, "`error` is not a string"),
         ] {
-            match parse_answer(line, 3) {
+            match parse_answer(line, 3).0 {
                 Answer::Fault(Fault::Protocol { problem: p, .. }) => {
                     assert_eq!(p, problem, "{line}")
                 }
@@ -278,10 +286,10 @@ mod tests {
     #[test]
     fn answers_as_bytes_must_be_utf8_and_not_too_deep() {
         assert_eq!(
-            parse_answer_line(br#"{"id":1,"output":{"text":"\u00e9"}}"#, 1),
+            parse_answer_line(br#"{"id":1,"output":{"text":"\u00e9"}}"#, 1).0,
             Answer::Output(serde_json::json!({"text": "\u{e9}"}))
         );
-        match parse_answer_line(b"{\"id\":1,\"output\":{\"text\":\"\xff\"}}", 1) {
+        match parse_answer_line(b"{\"id\":1,\"output\":{\"text\":\"\xff\"}}", 1).0 {
             Answer::Fault(Fault::Protocol { problem, line }) => {
                 assert_eq!(problem, "not valid UTF-8");
                 assert!(
@@ -293,7 +301,7 @@ mod tests {
         }
         let deep = json::deep_text(MAX_ANSWER_DEPTH, false);
         let line = format!(r#"{{"id":1,"output":{deep}}}"#);
-        match parse_answer(&line, 1) {
+        match parse_answer(&line, 1).0 {
             Answer::Fault(Fault::Protocol { problem, .. }) => {
                 assert_eq!(problem, "nested deeper than 256 levels")
             }
@@ -301,7 +309,19 @@ mod tests {
         }
         let deep = json::deep_text(MAX_ANSWER_DEPTH - 2, true);
         let line = format!(r#"{{"id":1,"output":{deep}}}"#);
-        assert!(matches!(parse_answer(&line, 1), Answer::Output(_)));
+        assert!(matches!(parse_answer(&line, 1).0, Answer::Output(_)));
+    }
+
+    /// The coverage extension rides beside the answer, on an output and on a refusal alike.
+    #[test]
+    fn answers_carry_their_coverage_apart() {
+        let (answer, coverage) = parse_answer(r#"{"id":1,"output":{},"coverage":{"0":{}}}"#, 1);
+        assert_eq!(answer, Answer::Output(serde_json::json!({})));
+        assert_eq!(coverage, Some(serde_json::json!({"0": {}})));
+        let (answer, coverage) = parse_answer(r#"{"id":1,"error":"e","coverage":{}}"#, 1);
+        assert_eq!(answer, Answer::Refused("e".into()));
+        assert!(coverage.is_some());
+        assert!(parse_answer(r#"{"id":1,"output":1}"#, 1).1.is_none());
     }
 
     /// Every control character (C0, DEL, C1, so U+0085), U+2028 and U+2029, in a value and in a

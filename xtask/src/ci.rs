@@ -171,8 +171,16 @@ pub fn ci(root: &Path) -> Result<()> {
                 let report = reports.join(format!("e2e-{runtime}-{via}-{scenario}"));
                 let report = report.display().to_string();
                 let args = [
-                    "--cases", cases, "--jobs", "2", "--via", via, "--scenario", scenario,
-                    "--report", &report,
+                    "--cases",
+                    cases,
+                    "--jobs",
+                    "2",
+                    "--via",
+                    via,
+                    "--scenario",
+                    scenario,
+                    "--report",
+                    &report,
                 ];
                 match crate::e2e::e2e(root, &normfuzz, runtime, &args.map(String::from))? {
                     0 => Ok((1, 0)),

@@ -9,6 +9,8 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 import path from "node:path";
 
+import { Coverage } from "./shim-coverage.mjs";
+
 export { CaseTransport } from "./case-transport.mjs";
 
 /** Imports `name` as installed under `dir` (an npm prefix with node_modules). */
@@ -32,10 +34,15 @@ export function errorText(err) {
 
 /**
  * Runs the protocol: writes the handshake, then answers each request line in order with
- * `handlers[op](input)` (sync or async). A thrown error becomes an `error` answer.
+ * `handlers[op](input)` (sync or async). A thrown error becomes an `error` answer. With
+ * NORMFUZZ_COVERAGE set the handshake offers the coverage extension and each answer carries the
+ * coverage it added (shim-coverage.mjs).
  */
 export function serve(name, handlers) {
-  process.stdout.write(`${JSON.stringify({ normfuzz: 1, name, ops: Object.keys(handlers) })}\n`);
+  const coverage = Coverage.fromEnv();
+  const handshake = { normfuzz: 1, name, ops: Object.keys(handlers) };
+  if (coverage) handshake.coverage = coverage.offer();
+  process.stdout.write(`${JSON.stringify(handshake)}\n`);
   // The pieces of the line being read: joined once at its "\n" (a multi-megabyte request
   // arrives in many chunks), then decoded, so a character split across chunks stays whole.
   let partial = [];
@@ -53,9 +60,9 @@ export function serve(name, handlers) {
     if (lines.length === 0) return;
     queue = queue.then(async () => {
       const out = [];
-      for (const line of lines) {
+      for (const [i, line] of lines.entries()) {
         if (line.trim() === "") continue;
-        out.push(await answer(line, handlers));
+        out.push(await answer(line, handlers, coverage, i === lines.length - 1));
       }
       process.stdout.write(out.join(""));
     });
@@ -65,7 +72,7 @@ export function serve(name, handlers) {
   process.stdin.on("end", () => queue.then(() => process.stdout.write("", () => process.exit(0))));
 }
 
-async function answer(line, handlers) {
+async function answer(line, handlers, coverage, last) {
   let req;
   try {
     req = JSON.parse(line);
@@ -82,10 +89,17 @@ async function answer(line, handlers) {
   try {
     const handler = handlers[req.op];
     if (!handler) throw new Error(`op ${req.op} not offered`);
-    return `${JSON.stringify({ id: req.id, output: await handler(req.input) })}\n`;
+    const output = await handler(req.input);
+    return `${JSON.stringify({ id: req.id, output, ...covered(coverage, last) })}\n`;
   } catch (err) {
-    return `${JSON.stringify({ id: req.id, error: errorText(err) })}\n`;
+    return `${JSON.stringify({ id: req.id, error: errorText(err), ...covered(coverage, last) })}\n`;
   }
+}
+
+/** `{coverage}` with what was newly reached by the chunk's answers so far, or nothing. */
+function covered(coverage, last) {
+  const found = coverage?.take(last);
+  return found ? { coverage: found } : {};
 }
 
 /** True for a JSON object (what a JSON-RPC `result` must be). */

@@ -16,6 +16,8 @@ import sys
 from pydantic_core import PydanticSerializationError, to_json
 from pydantic_core import from_json as parse_json  # what the MCP SDK parses messages with
 
+from shim_coverage import Coverage
+
 
 class Refused(Exception):
     """The runtime refuses the result (it raises out of the tool call instead of coercing it)."""
@@ -54,10 +56,16 @@ def validate_call_tool_result(value):
 def serve(name: str, handlers: dict) -> None:
     """Writes the handshake, then answers each request in order with `await handlers[op](input)`.
 
-    An exception becomes an `error` answer: the runtime raised instead of answering.
+    An exception becomes an `error` answer: the runtime raised instead of answering. With
+    NORMFUZZ_COVERAGE set the handshake offers the coverage extension and each answer carries
+    the coverage it added (shim_coverage.py).
     """
     out = sys.stdout.buffer
-    out.write(to_json({"normfuzz": 1, "name": name, "ops": list(handlers)}) + b"\n")
+    coverage = Coverage.from_env()
+    handshake = {"normfuzz": 1, "name": name, "ops": list(handlers)}
+    if coverage is not None:
+        handshake["coverage"] = coverage.offer()
+    out.write(to_json(handshake) + b"\n")
     out.flush()
     loop = asyncio.new_event_loop()
     stdin = sys.stdin.buffer
@@ -88,6 +96,8 @@ def serve(name: str, handlers: dict) -> None:
             answer = {"id": req["id"], "output": loop.run_until_complete(handler(req["input"]))}
         except Exception as err:
             answer = {"id": req["id"], "error": error_text(err)}
+        if coverage is not None and (found := coverage.take()) is not None:
+            answer["coverage"] = found
         try:
             line = to_json(answer)
         except PydanticSerializationError:

@@ -13,8 +13,10 @@
 //! series (`Outcome::timeline`) for the report's throughput and coverage plots.
 
 pub mod baseline;
+pub mod cpu;
 pub mod impact;
 pub mod shrink;
+pub mod steer;
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -33,12 +35,15 @@ use serde_json::Value;
 
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
 use crate::oracle::signature::{Action, Signature, add_trigger, within};
+use crate::protocol::coverage::{Reached, UnitCoverage};
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 use crate::sut::{Sut, Wait};
 use baseline::{Baseline, Judgement, Standing};
+use cpu::{CpuClock, CpuUse};
 use impact::{Class, Evidence, Impact, Profile, derive};
 use shrink::Shrunk;
+use steer::Corpus;
 
 pub use shrink::{finding_id, replay};
 
@@ -75,6 +80,16 @@ pub struct Campaign {
     /// When not empty, the campaign runs exactly these cases of its one op, in order (`cases`
     /// is their count), instead of drawing any: real servers' results (`conform --inputs`).
     pub inputs: Vec<Input>,
+    /// Coverage steering (`campaign/steer.rs`): a share of each batch mutated from the inputs
+    /// that reached new runtime coverage; with a folder, the corpus kept there across runs.
+    pub steer: Option<Steer>,
+}
+
+/// How a campaign is steered by the runtime's coverage.
+#[derive(Debug, Clone, Default)]
+pub struct Steer {
+    /// `--corpus DIR`: loaded first, new entries written there at the end.
+    pub corpus: Option<std::path::PathBuf>,
 }
 
 /// One case of a fixed list: its input and where it came from (a finding it shows first names
@@ -189,6 +204,11 @@ pub struct Sample {
     /// Distinct (op, shape of the reference's answer) pairs seen; see `answer_shape`. What the
     /// generated inputs have made the reference do, independent of the SUT.
     pub reference_shapes: u64,
+    /// The runtime's own lines and branches reached (the protocol's coverage extension).
+    #[serde(default)]
+    pub runtime_lines: u64,
+    #[serde(default)]
+    pub runtime_branches: u64,
 }
 
 #[derive(Debug, Serialize)]
@@ -207,12 +227,26 @@ pub struct Outcome {
     pub findings: Vec<Finding>,
     /// The SUT's faults, shrinking included, and what its hangs cost.
     pub faults: Faults,
+    /// The CPU the harness and the SUT processes used (`campaign::cpu`).
+    pub cpu: CpuUse,
     /// The impact classes whose gate findings fail the campaign (`--fail-on`).
     pub fail_on: Vec<Class>,
     /// The findings against the campaign's baseline, if it had one.
     pub baseline: Option<Judgement>,
     /// Progress over time, evenly spaced, at most `MAX_SAMPLES`; the last one is the final state.
     pub timeline: Vec<Sample>,
+    /// The runtime's coverage of its units, when its SUT offers the coverage extension.
+    pub coverage: Option<Vec<UnitCoverage>>,
+    /// What steering did, for a steered campaign.
+    pub steering: Option<Steering>,
+}
+
+/// A steered campaign's corpus at its end, per op, and how many of its cases were mutants.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Steering {
+    pub corpus: BTreeMap<Op, u64>,
+    pub steered_cases: u64,
 }
 
 impl Outcome {
@@ -306,6 +340,9 @@ pub struct Progress {
     /// Cases first counted as hangs whose finding, sent again with the full time-out, was
     /// answered: slow cases, withdrawn.
     pub slow: AtomicU64,
+    /// Answers after the calibrated wait, within the grace a restart's cost bought them: counted
+    /// when each SUT is done (`Sut::late_answers`).
+    pub late: AtomicU64,
 }
 
 impl Progress {
@@ -336,6 +373,7 @@ impl Progress {
             crashes: self.crashes.load(Ordering::Relaxed),
             garbled: self.garbled.load(Ordering::Relaxed),
             slow: self.slow.load(Ordering::Relaxed),
+            late: self.late.load(Ordering::Relaxed),
         }
     }
 }
@@ -351,6 +389,10 @@ pub struct Faults {
     /// Cases that ran out at a calibrated time-out but were answered with the full one.
     #[serde(default)]
     pub slow: u64,
+    /// Answers after the calibrated time-out, within its grace: slow answers that cost no
+    /// restart (not faults).
+    #[serde(default)]
+    pub late: u64,
 }
 
 impl Faults {
@@ -366,6 +408,7 @@ impl std::ops::AddAssign for Faults {
         self.crashes += other.crashes;
         self.garbled += other.garbled;
         self.slow += other.slow;
+        self.late += other.late;
     }
 }
 
@@ -390,6 +433,11 @@ struct Shared<'a> {
     shrinks_started: AtomicU64,
     steady_cases: AtomicU64,
     steady_job_us: AtomicU64,
+    /// The runtime's coverage over every job's SUT, if they offer the extension.
+    coverage: Mutex<Option<Reached>>,
+    /// The steering corpus, when the campaign is steered, and the mutants sent so far.
+    corpus: Option<Corpus>,
+    steered: AtomicU64,
 }
 
 /// Runs `campaign` with one SUT per job, made by `make_sut`.
@@ -414,25 +462,34 @@ pub fn run<S: Sut>(
         shrinks_started: AtomicU64::new(0),
         steady_cases: AtomicU64::new(0),
         steady_job_us: AtomicU64::new(0),
+        coverage: Mutex::new(None),
+        corpus: match &campaign.steer {
+            Some(steer) => Some(Corpus::load(steer.corpus.as_deref())?),
+            None => None,
+        },
+        steered: AtomicU64::new(0),
     };
-    let mut suts = Vec::new();
-    for _ in 0..campaign.jobs.max(1) {
-        suts.push(make_sut()?);
+    let cpu = CpuClock::now();
+    let suts = start_suts(&make_sut, campaign.jobs.max(1))?;
+    if let (Ok(mut coverage), Some((sut, _))) = (shared.coverage.lock(), suts.first()) {
+        *coverage = sut.coverage().cloned();
     }
     let name = suts
         .first()
-        .map(|s| s.name().to_string())
+        .map(|(s, _)| s.name().to_string())
         .unwrap_or_default();
     // Each job holds a sender it never uses: when the last job ends, however it ends, the
     // channel disconnects and the sampler stops at once instead of at its next tick.
     let (running, all_done) = std::sync::mpsc::channel::<std::convert::Infallible>();
     let mut timeline = std::thread::scope(|scope| -> Result<Vec<Sample>> {
         let mut handles = Vec::new();
-        for (job, sut) in suts.into_iter().enumerate() {
+        for (job, (sut, start_up)) in suts.into_iter().enumerate() {
             let shared = &shared;
             let make_sut = &make_sut;
             let (shrinks, requests) = std::sync::mpsc::channel();
             let (slow, slow_ops) = std::sync::mpsc::channel();
+            // A job done with its cases hands its SUT to its shrinker.
+            let (hand_over, handed) = std::sync::mpsc::channel();
             // Generated inputs are cloned, shrunk and dropped the ordinary, recursive way.
             let thread = |name: String| {
                 std::thread::Builder::new()
@@ -447,7 +504,8 @@ pub fn run<S: Sut>(
                         let first = campaign.shard.index * campaign.jobs.max(1) as u64;
                         let result = job_loop(shared, first + job as u64, sut, &shrinks, &slow_ops);
                         shared.running.fetch_sub(1, Ordering::SeqCst);
-                        result
+                        let _ = hand_over.send(result?);
+                        Ok(())
                     })
                     .context("cannot start a campaign job")?,
             );
@@ -456,7 +514,14 @@ pub fn run<S: Sut>(
                 thread(format!("campaign shrinker {job}"))
                     .spawn_scoped(scope, move || {
                         let _running = running_shrinker;
-                        shrink_loop(shared, make_sut, &requests, &slow)
+                        // Without a case count the job runs to the deadline: nothing to wait for.
+                        let start_up = if campaign.cases.is_some() {
+                            start_up
+                        } else {
+                            Duration::ZERO
+                        };
+                        let spare = Spare { handed, start_up };
+                        shrink_loop(shared, make_sut, &spare, &requests, &slow)
                     })
                     .context("cannot start a campaign shrinker")?,
             );
@@ -471,6 +536,9 @@ pub fn run<S: Sut>(
         Ok(timeline)
     })?;
     timeline.push(sample(&shared, started));
+    if let Some(corpus) = &shared.corpus {
+        corpus.save()?;
+    }
     let mut findings: Vec<Finding> = shared
         .findings
         .into_inner()
@@ -493,9 +561,50 @@ pub fn run<S: Sut>(
         per_op: shared.tallies.into_inner().unwrap_or_default(),
         findings,
         faults: progress.faults(),
+        // Every SUT process was stopped and reaped when its job or shrinker ended.
+        cpu: cpu.used_since(),
         fail_on: DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline,
+        coverage: shared
+            .coverage
+            .into_inner()
+            .ok()
+            .flatten()
+            .map(|c| c.report()),
+        steering: shared.corpus.as_ref().map(|corpus| Steering {
+            corpus: Op::ALL
+                .into_iter()
+                .map(|op| (op, corpus.len(op) as u64))
+                .filter(|&(_, n)| n > 0)
+                .collect(),
+            steered_cases: shared.steered.load(Ordering::Relaxed),
+        }),
+    })
+}
+
+/// Starts one SUT per job, side by side: a runtime whose imports take seconds costs them once
+/// per campaign, not once per job. Each with how long it took to start.
+fn start_suts<S: Sut>(
+    make_sut: &(impl Fn() -> Result<S> + Sync),
+    jobs: usize,
+) -> Result<Vec<(S, Duration)>> {
+    std::thread::scope(|scope| {
+        let starting: Vec<_> = (0..jobs)
+            .map(|_| {
+                scope.spawn(|| {
+                    let started = Instant::now();
+                    make_sut().map(|sut| (sut, started.elapsed()))
+                })
+            })
+            .collect();
+        starting
+            .into_iter()
+            .map(|s| {
+                s.join()
+                    .map_err(|_| anyhow::anyhow!("starting a SUT panicked"))?
+            })
+            .collect()
     })
 }
 
@@ -527,6 +636,12 @@ fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
             .sum()
     });
     let progress = shared.progress;
+    let (runtime_lines, runtime_branches) = shared
+        .coverage
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().map(Reached::counts))
+        .unwrap_or_default();
     Sample {
         elapsed_ms: started.elapsed().as_millis() as u64,
         cases: progress.cases.load(Ordering::Relaxed),
@@ -534,6 +649,8 @@ fn sample(shared: &Shared<'_>, started: Instant) -> Sample {
         findings: progress.findings.load(Ordering::Relaxed),
         verdict_cells,
         reference_shapes: shared.shapes.lock().map_or(0, |s| s.len() as u64),
+        runtime_lines,
+        runtime_branches,
     }
 }
 
@@ -584,6 +701,9 @@ fn answer_shape(answer: &Answer) -> u64 {
     h.finish()
 }
 
+/// Set in the job number of the RNG that steering's mutations draw from.
+const STEER_STREAM: u64 = 1 << 63;
+
 fn rng_for(seed: u64, job: u64) -> TestRng {
     let mut bytes = [0u8; 32];
     bytes[..8].copy_from_slice(&seed.to_le_bytes());
@@ -610,6 +730,8 @@ struct ShrinkRequest {
     hang: bool,
     /// The job's calibrated time-out for the op: the shrinker's own SUT has not measured it.
     wait: Wait,
+    /// A steered case's input (a mutant is not drawn again): shrunk by whole-part edits only.
+    steered: Option<Value>,
 }
 
 /// The ops a job runs and where their cases come from: proptest strategies with the
@@ -684,13 +806,15 @@ fn job_loop<S: Sut>(
     mut sut: S,
     shrinks: &Sender<ShrinkRequest>,
     slow: &Receiver<Op>,
-) -> Result<()> {
+) -> Result<S> {
     let campaign = shared.campaign;
     let draws = Draws::new(campaign, sut.ops());
     if draws.ops.is_empty() {
-        return Ok(());
+        return Ok(sut);
     }
     let mut runner = TestRunner::new_with_rng(draws.config.clone(), rng_for(campaign.seed, job));
+    // Mutations draw from an RNG of their own: the generated cases stay those of the seed.
+    let mut steer_rng = rng_for(campaign.seed, job | STEER_STREAM);
     let mut reference = crate::sut::ReferenceSut;
     let job_started = Instant::now();
     // The ops whose cases hung in this job.
@@ -723,7 +847,23 @@ fn job_loop<S: Sut>(
         for n in first..first + count as u64 {
             drawn.push((draws.op(n), draws.tree(n, &mut runner)?.current()));
         }
+        let steered = shared.corpus.as_ref().map_or_else(HashSet::new, |corpus| {
+            steer::replace_share(corpus, &mut drawn, &mut steer_rng)
+        });
         let sent = send(shared, &mut sut, &draws.ops, drawn, &mut hung, job_started)?;
+        let ran = sent.iter().filter(|c| steered.contains(&c.index)).count();
+        shared.steered.fetch_add(ran as u64, Ordering::Relaxed);
+        if let Some(corpus) = &shared.corpus {
+            for (op, input) in sut.take_novel() {
+                corpus.add(op, input, &mut steer_rng);
+            }
+        }
+        if let (Ok(Some(coverage)), Some(reached)) = (
+            shared.coverage.lock().as_deref_mut().map(Option::as_mut),
+            sut.coverage(),
+        ) {
+            coverage.merge(reached);
+        }
         let count = sent.len();
         let batch: Vec<(Op, &Value)> = sent.iter().map(|c| (c.op, &c.input)).collect();
         let expected = reference.call(&batch)?;
@@ -813,6 +953,7 @@ fn job_loop<S: Sut>(
                 index: case.index,
                 hang: case.answer.is_hang(),
                 wait: sut.calibrated(op).map_or(Wait::Calibrated, Wait::At),
+                steered: steered.contains(&case.index).then(|| case.input.clone()),
             });
         }
         let all_running = shared.running.load(Ordering::SeqCst) == campaign.jobs.max(1) as u64;
@@ -828,7 +969,7 @@ fn job_loop<S: Sut>(
             );
         }
     }
-    Ok(())
+    Ok(sut)
 }
 
 /// One case sent and answered: its place among the batch's draws, its op, input and answer.
@@ -915,13 +1056,24 @@ fn send<S: Sut>(
     Ok(sent)
 }
 
-/// A job's shrinker: shrinks the job's new findings one after the other with a SUT of its own
-/// (made on the first), while the job goes on. A hang is confirmed with the full time-out
+/// The SUT a job hands its shrinker when it is done with its cases, and how long that SUT took
+/// to start.
+struct Spare<S> {
+    handed: Receiver<S>,
+    start_up: Duration,
+}
+
+/// A job's shrinker: shrinks the job's new findings one after the other, while the job goes on.
+/// Its SUT is the job's, when the job is done within the time a SUT of its own would take to
+/// start (ski rental: a short campaign pays no second start-up, a long one at most twice it),
+/// else one of its own. A hang is confirmed with the full time-out
 /// first; one answered then was a slow case: its finding and verdicts are withdrawn and the job
 /// told to wait longer for the op. After the campaign's deadline a finding is left as found.
+/// Counts the slow answers of every SUT it ends with.
 fn shrink_loop<S: Sut>(
     shared: &Shared<'_>,
     make_sut: &(impl Fn() -> Result<S> + Sync),
+    spare: &Spare<S>,
     requests: &Receiver<ShrinkRequest>,
     slow: &Sender<Op>,
 ) -> Result<()> {
@@ -934,13 +1086,23 @@ fn shrink_loop<S: Sut>(
         }
         let sut = match &mut sut {
             Some(sut) => sut,
-            None => sut.insert(make_sut()?),
+            None => sut.insert(match spare.handed.recv_timeout(spare.start_up) {
+                Ok(handed) => handed,
+                Err(_) => make_sut()?,
+            }),
         };
         let draws = draws.get_or_insert_with(|| Draws::new(campaign, sut.ops()));
         let mut runner = TestRunner::new_with_rng(draws.config.clone(), request.rng);
         let mut tree = draws.tree(request.first, &mut runner)?;
         for n in request.first + 1..=request.first + request.index as u64 {
             tree = draws.tree(n, &mut runner)?;
+        }
+        if let Some(input) = request.steered {
+            tree = Box::new(
+                Just(input)
+                    .new_tree(&mut runner)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?,
+            );
         }
         let op = request.key.0;
         let shrinking = Instant::now();
@@ -1004,6 +1166,12 @@ fn shrink_loop<S: Sut>(
             shared.stop.store(true, Ordering::Relaxed);
         }
     }
+    let late: u64 = sut
+        .iter()
+        .chain(&spare.handed.try_iter().collect::<Vec<_>>())
+        .map(Sut::late_answers)
+        .sum();
+    shared.progress.late.fetch_add(late, Ordering::Relaxed);
     Ok(())
 }
 

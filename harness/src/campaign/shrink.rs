@@ -17,6 +17,9 @@ use crate::sut::{Sut, Wait};
 
 /// SUT calls the whole-part edits (`smaller`) may spend after the value tree's shrinking.
 const EDIT_BUDGET: usize = 300;
+/// Whole-part edits sent to the SUT at once, pipelined: a batch costs about one round trip
+/// instead of one per edit, and at most this many answers past the first that still fails.
+const EDIT_BATCH: usize = 16;
 /// Values of an input whose parts `smaller` tries to remove.
 const EDIT_NODES: usize = 64;
 /// SUT calls spent shrinking one failure at most.
@@ -27,6 +30,12 @@ const SHRINK_TIME: Duration = Duration::from_secs(10);
 /// (calibrated) time-out and a restart, and a smaller hanging input helps less than a smaller
 /// wrong answer.
 const HANG_SHRINK_TIME: Duration = Duration::from_secs(2);
+
+/// One input judged again: the SUT's answer, the reference's, and the violations.
+type Replayed = (Answer, Answer, Vec<Violation>);
+/// A shrinking step that still fails the same way: the violation, the SUT's answer and the
+/// reference's.
+type Hit = (Violation, Answer, Answer);
 
 /// What shrinking a failure gave (one per finding: its size does not matter).
 #[derive(Debug)]
@@ -64,29 +73,39 @@ pub fn shrink<S: Sut>(
     until: Option<Instant>,
     progress: &Progress,
 ) -> Result<Shrunk> {
-    // `None`: out of time before the SUT answered; `Some(None)`: answered, not the target.
-    let check = |input: &Value,
+    // Per input, in order: `None` once out of time before the SUT answered (and for every
+    // input after it); `Some(None)`: answered, not the target.
+    let check = |inputs: &[Value],
                  sut: &mut S,
                  wait: Wait,
                  until: Option<Instant>|
-     -> Result<Option<Option<(Violation, Answer, Answer)>>> {
+     -> Result<Vec<Option<Option<Hit>>>> {
         let seen = &mut |answer: &Answer| {
             progress.fault(answer);
             ControlFlow::Continue(())
         };
-        let Some((answer, expected, violations)) = replay_until(sut, op, input, until, wait, seen)?
-        else {
-            return Ok(None);
-        };
-        // The same cause: rule, kind and what the SUT did (another action is another bug), on
-        // an input that gained no feature (shrinking may reach an absence that reads as one).
-        let hit = violations.into_iter().find(|v| {
-            v.rule == target.rule && v.kind == target.kind && {
-                let step = Signature::of(op, input, &answer, &expected, v);
-                step.action == signature.action && within(&step.features, &signature.features)
-            }
-        });
-        Ok(Some(hit.map(|v| (v, answer, expected))))
+        let replayed = replay_batch(sut, op, inputs, until, wait, seen)?;
+        Ok(inputs
+            .iter()
+            .zip(replayed)
+            .map(|(input, replayed)| {
+                let (answer, expected, violations) = replayed?;
+                // The same cause: rule, kind and what the SUT did (another action is another
+                // bug), on an input that gained no feature (shrinking may reach an absence that
+                // reads as one).
+                let hit = violations.into_iter().find(|v| {
+                    v.rule == target.rule && v.kind == target.kind && {
+                        let step = Signature::of(op, input, &answer, &expected, v);
+                        step.action == signature.action
+                            && within(&step.features, &signature.features)
+                    }
+                });
+                Some(hit.map(|v| (v, answer, expected)))
+            })
+            .collect())
+    };
+    let check_one = |input: &Value, sut: &mut S, wait: Wait, until: Option<Instant>| {
+        check(std::slice::from_ref(input), sut, wait, until).map(|mut c| c.pop().flatten())
     };
     let mut best_input = tree.current();
     let (first_wait, time) = if hang {
@@ -94,7 +113,7 @@ pub fn shrink<S: Sut>(
     } else {
         (wait, SHRINK_TIME)
     };
-    let mut best = match check(&best_input, sut, first_wait, until)? {
+    let mut best = match check_one(&best_input, sut, first_wait, until)? {
         Some(Some(hit)) => hit,
         Some(None) if hang => return Ok(Shrunk::Slow),
         Some(None) => return Ok(Shrunk::Flaky("did not reproduce")),
@@ -112,7 +131,7 @@ pub fn shrink<S: Sut>(
         while calls < SHRINK_BUDGET && Instant::now() < deadline {
             calls += 1;
             let candidate = tree.current();
-            match check(&candidate, sut, wait, Some(deadline))? {
+            match check_one(&candidate, sut, wait, Some(deadline))? {
                 None => break,
                 Some(Some(hit)) => {
                     best = hit;
@@ -134,19 +153,24 @@ pub fn shrink<S: Sut>(
     // finding's signature and in every baseline entry drafted from it.
     let mut edits = 0;
     'smaller: while !hang && edits < EDIT_BUDGET && Instant::now() < deadline {
-        for candidate in smaller(&best_input) {
-            edits += 1;
-            if edits > EDIT_BUDGET {
+        let candidates = smaller(&best_input);
+        for chunk in candidates.chunks(EDIT_BATCH) {
+            let chunk = &chunk[..chunk.len().min(EDIT_BUDGET - edits)];
+            if chunk.is_empty() {
                 break 'smaller;
             }
-            match check(&candidate, sut, wait, Some(deadline))? {
-                None => break 'smaller,
-                Some(Some(hit)) => {
-                    best = hit;
-                    best_input = candidate;
-                    continue 'smaller;
+            edits += chunk.len();
+            // The first edit that still fails, as if they had been sent one at a time.
+            for (candidate, checked) in chunk.iter().zip(check(chunk, sut, wait, Some(deadline))?) {
+                match checked {
+                    None => break 'smaller,
+                    Some(Some(hit)) => {
+                        best = hit;
+                        best_input = candidate.clone();
+                        continue 'smaller;
+                    }
+                    Some(None) => {}
                 }
-                Some(None) => {}
             }
         }
         break;
@@ -304,41 +328,59 @@ pub fn finding_id(op: Op, rule: Rule, signature: &Signature, known_cause: Option
 }
 
 /// Judges one stored input again (for `normfuzz repro`).
-pub fn replay(
-    sut: &mut dyn Sut,
-    op: Op,
-    input: &Value,
-) -> Result<(Answer, Answer, Vec<Violation>)> {
-    replay_until(sut, op, input, None, Wait::Calibrated, &mut |_| {
-        ControlFlow::Continue(())
-    })?
+pub fn replay(sut: &mut dyn Sut, op: Op, input: &Value) -> Result<Replayed> {
+    let seen = &mut |_: &Answer| ControlFlow::Continue(());
+    replay_batch(
+        sut,
+        op,
+        std::slice::from_ref(input),
+        None,
+        Wait::Calibrated,
+        seen,
+    )?
+    .pop()
+    .flatten()
     .ok_or_else(|| anyhow::anyhow!("the SUT gave no answer"))
 }
 
-/// Judges one input (and its companion): `None` when `until` passed before the SUT answered.
-fn replay_until(
+/// Judges each of `inputs` (and its companion), all sent to the SUT in one pipelined call: per
+/// input, `None` when `until` passed before the SUT answered it or its companion.
+fn replay_batch(
     sut: &mut (impl Sut + ?Sized),
     op: Op,
-    input: &Value,
+    inputs: &[Value],
     until: Option<Instant>,
     wait: Wait,
     seen: &mut dyn FnMut(&Answer) -> ControlFlow<()>,
-) -> Result<Option<(Answer, Answer, Vec<Violation>)>> {
-    let Some(answer) = sut.call_until(&[(op, input)], until, wait, seen)?.pop() else {
-        return Ok(None);
-    };
-    let expected = crate::sut::ReferenceSut
-        .call(&[(op, input)])?
-        .pop()
-        .unwrap_or(Answer::Refused("no answer".into()));
-    let mut violations = judge(op, input, &answer, &expected);
-    if let Some(other) = companion(op, input) {
-        let Some(other) = sut.call_until(&[(op, &other)], until, wait, seen)?.pop() else {
-            return Ok(None);
+) -> Result<Vec<Option<Replayed>>> {
+    let companions: Vec<Option<Value>> = inputs.iter().map(|i| companion(op, i)).collect();
+    let batch: Vec<(Op, &Value)> = inputs
+        .iter()
+        .chain(companions.iter().flatten())
+        .map(|input| (op, input))
+        .collect();
+    let mut mine = sut.call_until(&batch, until, wait, seen)?;
+    let others = mine.split_off(mine.len().min(inputs.len()));
+    let (mut mine, mut others) = (mine.into_iter(), others.into_iter());
+    let mut out = Vec::with_capacity(inputs.len());
+    for (input, companion) in inputs.iter().zip(&companions) {
+        // The answers are a prefix of the batch: a missing one means `until` passed.
+        let other = companion.as_ref().map(|_| others.next());
+        let (Some(answer), false) = (mine.next(), matches!(other, Some(None))) else {
+            out.push(None);
+            continue;
         };
-        violations.extend(judge_companion(op, &answer, &other));
+        let expected = crate::sut::ReferenceSut
+            .call(&[(op, input)])?
+            .pop()
+            .unwrap_or(Answer::Refused("no answer".into()));
+        let mut violations = judge(op, input, &answer, &expected);
+        if let Some(Some(other)) = other {
+            violations.extend(judge_companion(op, &answer, &other));
+        }
+        out.push(Some((answer, expected, violations)));
     }
-    Ok(Some((answer, expected, violations)))
+    Ok(out)
 }
 
 #[cfg(test)]

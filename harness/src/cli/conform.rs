@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use normfuzz::campaign::impact::{Class, FailOn, Profile};
-use normfuzz::campaign::{Campaign, Input, Progress, Shard};
+use normfuzz::campaign::{Campaign, Input, Progress, Shard, Steer};
 use normfuzz::protocol::Op;
 use normfuzz::report::upstream::RuntimeId;
 
@@ -54,6 +54,17 @@ pub struct ConformArgs {
     /// unsharded run with N × --jobs jobs.
     #[arg(long, value_name = "K/N", value_parser = Shard::parse)]
     shard: Option<Shard>,
+    /// Steer by the runtime's own coverage (a SUT offering the protocol's coverage extension):
+    /// each input that reaches new coverage joins its op's corpus, and one case in four is a
+    /// structure-aware mutant of a corpus entry instead of a generated one. The other cases
+    /// stay those of the seed; which mutants run depends on timing.
+    #[arg(long, conflicts_with = "inputs")]
+    steer: bool,
+    /// Keep the steering corpus in this folder across runs (implies --steer): read first, each
+    /// new entry written there atomically as `<op>/<hash>.json`, so shards writing into one
+    /// folder merge their corpora.
+    #[arg(long, value_name = "DIR", conflicts_with = "inputs")]
+    corpus: Option<PathBuf>,
     /// The runtime of the matrix the SUT is (`NAME@VERSION`, as `cargo xtask matrix` passes it):
     /// recorded in the report, where `normfuzz upstream` finds its repro template.
     #[arg(long, value_name = "NAME@VERSION", value_parser = RuntimeId::parse)]
@@ -97,10 +108,11 @@ pub struct ConformArgs {
     save_regressions: bool,
     #[command(flatten)]
     sut_limits: SutArgs,
-    /// Wait the whole --timeout-ms for every answer. Without it the wait is calibrated on the
-    /// SUT's first answers (ten times their 99th percentile, at least 100 ms, --timeout-ms the
-    /// ceiling), and the first wait of each op that runs out is sent again alone with the full
-    /// --timeout-ms before it counts as a hang (B1).
+    /// Wait the whole --timeout-ms for every answer. Without it the wait is calibrated per op on
+    /// the SUT's latest answers (ten times their 99th percentile or three times the longest, at
+    /// least 100 ms, --timeout-ms the ceiling); an answer past it is waited for as long again as
+    /// restarting the SUT costs (its measured start-up) before it is a hang, and a hang finding
+    /// is sent again alone with the full --timeout-ms before it counts (B1).
     #[arg(long)]
     fixed_timeout: bool,
 }
@@ -222,6 +234,9 @@ pub fn run(args: ConformArgs) -> Result<ExitCode> {
         shard: args.shard.unwrap_or(Shard::WHOLE),
         baseline,
         inputs,
+        steer: (args.steer || args.corpus.is_some()).then(|| Steer {
+            corpus: args.corpus.clone(),
+        }),
     };
     let profile = match &args.profile {
         Some(path) => Profile::load(path)?,

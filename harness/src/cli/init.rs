@@ -25,6 +25,9 @@ Files written (relative to --dir; an existing one stops the command before anyth
       The SUT: reads one request per line, answers in order. Fill in a handler per op your
       runtime has (each takes the op's input and returns its output); handlers left empty are
       not offered. Escapes, line splitting and answer bounds are already right.
+  normfuzz/shim-coverage.mjs or normfuzz/shim_coverage.py
+      Measures your runtime's own coverage (the protocol's coverage extension) of what the
+      shim's COVERAGE names; the report shows it with the lines no case reached.
   normfuzz.toml
       What `normfuzz conform --config normfuzz.toml` and the Action run: the shim command,
       ops, cases, seed, profile, baseline and the impact classes that fail the run.
@@ -54,6 +57,9 @@ pub struct InitArgs {
 
 const SHIM_NODE: &str = include_str!("../../templates/init/shim.mjs");
 const SHIM_PYTHON: &str = include_str!("../../templates/init/shim.py");
+/// The shared shims' coverage code (the protocol's coverage extension), written beside the shim.
+const COVERAGE_NODE: &str = include_str!("../../runtimes/lib/shim-coverage.mjs");
+const COVERAGE_PYTHON: &str = include_str!("../../runtimes/lib/shim_coverage.py");
 const CONFIG: &str = include_str!("../../templates/init/normfuzz.toml");
 const PROFILE: &str = include_str!("../../templates/init/profile.toml");
 const BASELINE: &str = include_str!("../../templates/init/baseline.toml");
@@ -115,15 +121,17 @@ fn shim_path(lang: Lang) -> &'static str {
 
 /// Every file `init` writes, relative to `--dir`, with its text.
 fn files(args: &InitArgs) -> Vec<(PathBuf, String)> {
-    let (shim, sut, setup) = match args.lang {
+    let (shim, coverage, sut, setup) = match args.lang {
         Lang::Node => (
             SHIM_NODE,
+            ("normfuzz/shim-coverage.mjs", COVERAGE_NODE),
             "node normfuzz/shim.mjs",
             "      - uses: actions/setup-node@v4\n        with:\n          node-version: 22\n      \
              # Install what the shim imports (your runtime), e.g.:\n      - run: npm ci\n",
         ),
         Lang::Python => (
             SHIM_PYTHON,
+            ("normfuzz/shim_coverage.py", COVERAGE_PYTHON),
             "python3 normfuzz/shim.py",
             "      - uses: actions/setup-python@v5\n        with:\n          python-version: \
              \"3.12\"\n      # Install what the shim imports (your runtime), e.g.:\n      \
@@ -139,6 +147,7 @@ fn files(args: &InitArgs) -> Vec<(PathBuf, String)> {
     };
     vec![
         (Path::new(shim_path(args.lang)).to_path_buf(), fill(shim)),
+        (coverage.0.into(), coverage.1.to_string()),
         ("normfuzz.toml".into(), fill(CONFIG)),
         ("normfuzz/profile.toml".into(), fill(PROFILE)),
         ("normfuzz/baseline.toml".into(), fill(BASELINE)),

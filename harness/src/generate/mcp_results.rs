@@ -17,7 +17,7 @@ use crate::reference::image::ImageFormat;
 
 fn annotations(version: McpVersion) -> impl Strategy<Value = Annotations> {
     let last_modified = if version.has_resource_links() {
-        option::of(Just("2025-01-12T15:00:58Z".to_string())).boxed()
+        option::of(corners::strategy_with(2, corners::dates::last_modified)).boxed()
     } else {
         Just(None).boxed()
     };

@@ -59,7 +59,8 @@ fn verdict(passed: bool) -> &'static str {
 }
 
 /// The campaign's rate; when it shrank anything, also its steady rate (no job shrinking) and the
-/// job time spent shrinking; when the SUT faulted, its restarts and the job time its hangs cost.
+/// job time spent shrinking; when the SUT faulted, its restarts and the job time its hangs cost;
+/// slow answers; the harness's share of the CPU.
 pub fn rates(outcome: &Outcome) -> String {
     let mut line = format!("{:.0} cases/s", outcome.rate());
     if outcome.shrink_ms > 0 {
@@ -84,6 +85,13 @@ pub fn rates(outcome: &Outcome) -> String {
             faults.garbled
         );
     }
+    if faults.late > 0 {
+        let _ = write!(
+            line,
+            "; {} slow answers waited for past the calibrated time-out (no restart)",
+            faults.late
+        );
+    }
     if faults.slow > 0 {
         let _ = write!(
             line,
@@ -96,6 +104,15 @@ pub fn rates(outcome: &Outcome) -> String {
             line,
             "; {} cases of ops that hung left out once hangs had cost a third of the time",
             outcome.left_out()
+        );
+    }
+    if let Some(share) = outcome.cpu.harness_share() {
+        let _ = write!(
+            line,
+            "; the harness {:.0}% of the CPU ({:.1} s against the SUT's {:.1} s)",
+            share * 100.0,
+            outcome.cpu.harness_ms as f64 / 1000.0,
+            outcome.cpu.sut_ms as f64 / 1000.0
         );
     }
     line
@@ -143,6 +160,8 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
             md.push('\n');
         }
     }
+    md.push_str(&super::coverage::markdown(outcome.coverage.as_deref()));
+    md.push('\n');
     let _ = writeln!(
         md,
         "| op | cases | passed | failed | divergent | rules hit |\n|---|---|---|---|---|---|"

@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 
 use super::json_file::read_json;
 use crate::campaign::{Finding, Outcome, Sample, Tally};
+use crate::protocol::coverage;
 use crate::report::upstream::RuntimeId;
 
 /// One campaign report as read back: the outcome and how it was run.
@@ -64,12 +65,24 @@ pub fn read(dir: &Path) -> Result<Part> {
         findings,
         faults: serde_json::from_value(index.get("faults").cloned().unwrap_or_default())
             .unwrap_or_default(),
+        // Reports written before it was measured: none.
+        cpu: serde_json::from_value(index.get("cpu").cloned().unwrap_or_default())
+            .unwrap_or_default(),
         fail_on: crate::campaign::impact::FailOn::of_index(&index)?,
         baseline: match index.get("baseline") {
             Some(judged) if !judged.is_null() => Some(serde_json::from_value(judged.clone())?),
             _ => None,
         },
         timeline: serde_json::from_value(field("timeline")?.clone())?,
+        coverage: serde_json::from_value(index.get("coverage").cloned().unwrap_or_default())
+            .with_context(|| format!("{}: `coverage` is not a list of units", path.display()))?,
+        steering: serde_json::from_value(index.get("steering").cloned().unwrap_or_default())
+            .with_context(|| {
+                format!(
+                    "{}: `steering` is not corpus and steeredCases",
+                    path.display()
+                )
+            })?,
     };
     Ok(Part {
         outcome,
@@ -115,6 +128,7 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
         into.steady_cases += from.steady_cases;
         into.steady_job_ms += from.steady_job_ms;
         into.faults += from.faults;
+        into.cpu += from.cpu;
         for (op, tally) in from.per_op {
             add_tally(into.per_op.entry(op).or_default(), tally);
         }
@@ -128,6 +142,20 @@ pub fn merge(parts: Vec<Part>) -> Result<Part> {
             }
         }
         into.timeline = add_timelines(&into.timeline, &from.timeline);
+        if let Some(from) = &from.steering {
+            let into = into.steering.get_or_insert_with(Default::default);
+            into.steered_cases += from.steered_cases;
+            // Shards writing one --corpus folder share entries: the largest count is a lower bound.
+            for (op, n) in &from.corpus {
+                let count = into.corpus.entry(*op).or_default();
+                *count = (*count).max(*n);
+            }
+        }
+        match (&mut into.coverage, &from.coverage) {
+            (Some(into), Some(from)) => coverage::merge_units(into, from),
+            (into @ None, Some(from)) => *into = Some(from.clone()),
+            _ => {}
+        }
         // An entry is not reached by the whole run if no shard reached it.
         if let (Some(into), Some(from)) = (&mut into.baseline, from.baseline) {
             into.not_reached.retain(|k| from.not_reached.contains(k));
@@ -170,7 +198,8 @@ fn add_tally(into: &mut Tally, from: Tally) {
 }
 
 /// Two series summed sample by sample (a shorter one holds its last sample). Distinct-verdict and
-/// shape counts cannot be summed without the sets behind them; the larger is kept, a lower bound.
+/// shape counts, and the runtime's coverage, cannot be summed without the sets behind them; the
+/// larger is kept, a lower bound.
 fn add_timelines(a: &[Sample], b: &[Sample]) -> Vec<Sample> {
     let at = |s: &[Sample], i: usize| s.get(i).or(s.last()).copied().unwrap_or_default();
     (0..a.len().max(b.len()))
@@ -183,6 +212,8 @@ fn add_timelines(a: &[Sample], b: &[Sample]) -> Vec<Sample> {
                 findings: x.findings + y.findings,
                 verdict_cells: x.verdict_cells.max(y.verdict_cells),
                 reference_shapes: x.reference_shapes.max(y.reference_shapes),
+                runtime_lines: x.runtime_lines.max(y.runtime_lines),
+                runtime_branches: x.runtime_branches.max(y.runtime_branches),
             }
         })
         .collect()

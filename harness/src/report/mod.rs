@@ -27,6 +27,7 @@
 //!   findings, repro commands), `matrix.rs` (rule × op), `libfuzzer.rs` (libFuzzer logs,
 //!   parsed) and `merge.rs` (shard reports read back and joined).
 
+mod coverage;
 mod escape;
 mod github;
 mod html;
@@ -202,6 +203,11 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "steadyJobMs": outcome.steady_job_ms,
         "steadyCasesPerSecond": outcome.steady_rate().map(rounded),
         "faults": outcome.faults,
+        "cpu": {
+            "harnessMs": outcome.cpu.harness_ms,
+            "sutMs": outcome.cpu.sut_ms,
+            "harnessShare": outcome.cpu.harness_share().map(|s| (s * 1000.0).round() / 1000.0),
+        },
         "failOn": outcome.fail_on,
         "baseline": outcome.baseline,
         "cases": outcome.cases(),
@@ -209,6 +215,8 @@ fn index(campaign: &CampaignView<'_>, runtime: Option<&RuntimeId>) -> serde_json
         "perOp": outcome.per_op,
         "matrix": campaign.matrix.to_json(),
         "timeline": outcome.timeline,
+        "coverage": outcome.coverage,
+        "steering": outcome.steering,
         "findings": outcome.findings.iter().map(|f| serde_json::json!({
             "id": f.id, "op": f.op, "rule": f.rule, "gate": f.gate, "kind": f.kind, "hits": f.hits,
             "class": f.impact.as_ref().map(|i| i.class), "why": f.impact.as_ref().map(|i| &i.why),

@@ -7,7 +7,8 @@
 //! handed to the caller as it arrives, and a batch stops at the caller's deadline. After a hang,
 //! crash or protocol fault the process group is killed and restarted, and the rest of the batch
 //! (not the faulty request) is sent again. How long an answer is waited for is calibrated on the
-//! SUT's first answers (`patience.rs`). Every request line is written by
+//! SUT's latest answers (`patience.rs`); an answer past that wait is given as long again as a
+//! restart would cost before it is a hang. Every request line is written by
 //! `protocol::write_request`.
 
 mod command;
@@ -23,6 +24,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, anyhow, bail};
 use serde_json::Value;
 
+use crate::protocol::coverage::Reached;
 use crate::protocol::{Answer, Fault, Handshake, Op, parse_answer_line};
 use lines::Next;
 use patience::Patience;
@@ -72,7 +74,28 @@ pub trait Sut: Send {
     fn hang_cost(&self) -> Duration {
         Duration::ZERO
     }
+
+    /// The runtime's own coverage its answers reported so far, for a SUT that offers the
+    /// protocol's coverage extension.
+    fn coverage(&self) -> Option<&Reached> {
+        None
+    }
+
+    /// The requests whose answers reached coverage not reached before, since the last call
+    /// (at most `NOVEL_KEEP`): what coverage steering learns from.
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        Vec::new()
+    }
+
+    /// Answers so far that came after the calibrated wait, within the grace a restart's cost
+    /// bought them: slow answers that cost no restart.
+    fn late_answers(&self) -> u64 {
+        0
+    }
 }
+
+/// Novel requests a SUT keeps between two `take_novel` calls (a shrinker's SUT is never asked).
+const NOVEL_KEEP: usize = 64;
 
 /// How long each answer of a call is waited for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,6 +137,18 @@ impl Sut for Box<dyn Sut> {
 
     fn hang_cost(&self) -> Duration {
         (**self).hang_cost()
+    }
+
+    fn coverage(&self) -> Option<&Reached> {
+        (**self).coverage()
+    }
+
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        (**self).take_novel()
+    }
+
+    fn late_answers(&self) -> u64 {
+        (**self).late_answers()
     }
 }
 
@@ -203,6 +238,13 @@ pub struct ProcessSut {
     hang_cost: Duration,
     /// The process was killed for a hang: its restart is a hang's cost too.
     after_hang: bool,
+    /// What the answers reached, when the handshake offered the coverage extension (a
+    /// restarted process's coverage adds to it).
+    coverage: Option<Reached>,
+    /// Requests whose answers reached new coverage, until `take_novel`.
+    novel: Vec<(Op, Value)>,
+    /// Answers after the calibrated wait, within its grace (`Sut::late_answers`).
+    late: u64,
 }
 
 /// How one attempt at (the rest of) a batch ended.
@@ -233,8 +275,11 @@ impl ProcessSut {
         if argv.is_empty() {
             bail!("the SUT command is empty");
         }
+        let spawned = Instant::now();
         let (running, handshake) =
             Running::spawn(&argv, options.max_answer_bytes, options.handshake_timeout)?;
+        let mut patience = Patience::new(options.timeout, options.calibrate);
+        patience.started(spawned.elapsed());
         let ops = handshake.known_ops();
         if ops.is_empty() {
             bail!(
@@ -244,16 +289,19 @@ impl ProcessSut {
             );
         }
         Ok(Self {
+            coverage: Reached::offered(handshake.coverage.as_ref()),
+            novel: Vec::new(),
             argv,
             options,
             handshake,
             ops,
             running: Some(running),
             next_id: 0,
-            patience: Patience::new(options.timeout, options.calibrate),
+            patience,
             restarts: 0,
             hang_cost: Duration::ZERO,
             after_hang: false,
+            late: 0,
         })
     }
 
@@ -273,6 +321,7 @@ impl ProcessSut {
             .context("restarting the SUT")?;
             self.running = Some(running);
             self.restarts += 1;
+            self.patience.started(started.elapsed());
             if std::mem::take(&mut self.after_hang) {
                 self.hang_cost += started.elapsed();
             }
@@ -304,20 +353,31 @@ impl ProcessSut {
         }
         self.running()?.send(payload);
         for (i, &(op, _)) in batch.iter().enumerate() {
-            let wait = match wait {
+            let suspect = match wait {
                 Wait::Calibrated => self.patience.wait(op),
                 Wait::Full => ceiling,
                 Wait::At(wait) => wait.min(ceiling),
             };
+            // Past `suspect` the answer may be slow rather than hung: the process is kept for as
+            // long as replacing it would cost (`Patience::grace`), and only then is it a hang.
+            let wait = suspect + self.patience.grace(op, suspect).unwrap_or_default();
             let started = Instant::now();
             let give_up = started + wait;
             let deadline = until.map_or(give_up, |u| u.min(give_up));
             let running = self.running()?;
             let answer = match next_answer(running, deadline, first_id + i as u64, max_answer_bytes)
             {
-                Some(answer) => {
+                Some((answer, covered)) => {
+                    if let (Some(reached), Some(covered)) = (&mut self.coverage, covered)
+                        && reached.fold(&covered)
+                        && self.novel.len() < NOVEL_KEEP
+                    {
+                        self.novel.push((op, batch[i].1.clone()));
+                    }
                     if !matches!(answer, Answer::Fault(_)) {
-                        self.patience.answered(op, started.elapsed());
+                        let waited = started.elapsed();
+                        self.late += u64::from(waited > suspect);
+                        self.patience.answered(op, waited);
                     }
                     answer
                 }
@@ -328,6 +388,7 @@ impl ProcessSut {
                 None => {
                     self.hang_cost += wait;
                     self.after_hang = true;
+                    self.patience.hung(op);
                     Answer::Fault(Fault::Hang {
                         timeout_ms: millis(wait),
                         full_ms: (wait < ceiling).then(|| millis(ceiling)),
@@ -351,15 +412,16 @@ impl ProcessSut {
     }
 }
 
-/// The answer to request `id` (a fault among them), or `None` when `deadline` passed first.
+/// The answer to request `id` (a fault among them) and the coverage it reported, or `None` when
+/// `deadline` passed first.
 fn next_answer(
     running: &mut Running,
     deadline: Instant,
     id: u64,
     max_answer_bytes: usize,
-) -> Option<Answer> {
-    Some(match running.next_line(deadline) {
-        Ok(Next::Line(line)) => parse_answer_line(line, id),
+) -> Option<(Answer, Option<Value>)> {
+    let fault = match running.next_line(deadline) {
+        Ok(Next::Line(line)) => return Some(parse_answer_line(line, id)),
         Ok(Next::TimedOut) => return None,
         Ok(Next::Oversized(head)) => Answer::Fault(Fault::Protocol {
             line: format!(
@@ -375,7 +437,8 @@ fn next_answer(
             status: format!("stdout unreadable: {e}"),
             stderr: running.stderr_tail(),
         }),
-    })
+    };
+    Some((fault, None))
 }
 
 fn millis(d: Duration) -> u64 {
@@ -418,6 +481,18 @@ impl Sut for ProcessSut {
 
     fn hang_cost(&self) -> Duration {
         self.hang_cost
+    }
+
+    fn coverage(&self) -> Option<&Reached> {
+        self.coverage.as_ref()
+    }
+
+    fn take_novel(&mut self) -> Vec<(Op, Value)> {
+        std::mem::take(&mut self.novel)
+    }
+
+    fn late_answers(&self) -> u64 {
+        self.late
     }
 }
 

@@ -6,6 +6,13 @@
 // `error` (a refusal, compared with the reference); crashing the process is a finding (B1).
 // Logs go to stderr: stdout carries protocol lines only.
 
+// Written by `normfuzz init` next to this shim; imported first, before your runtime runs.
+import { Coverage } from "./shim-coverage.mjs";
+
+// Your normalizer's files or functions, `<file glob>[:<function>]` (one per line): the report
+// shows how much of them the campaign reached, with the lines it never did. Empty: not measured.
+const COVERAGE = ""; // e.g. "src/normalize.js:coerceToolResult"
+
 const handlers = {
   // An MCP CallToolResult (any JSON, malformed on purpose) -> what your runtime sends the model:
   // {content: [{type: "text", text} | {type: "image", data, mimeType}], isError}
@@ -29,14 +36,18 @@ const handlers = {
 const MAX_ANSWER_BYTES = 16 << 20;
 
 const offered = Object.fromEntries(Object.entries(handlers).filter(([, f]) => f));
-process.stdout.write(`${JSON.stringify({ normfuzz: 1, name: "{name}", ops: Object.keys(offered) })}\n`);
+const coverage = Coverage.fromEnv(COVERAGE);
+const handshake = { normfuzz: 1, name: "{name}", ops: Object.keys(offered) };
+if (coverage) handshake.coverage = coverage.offer();
+process.stdout.write(`${JSON.stringify(handshake)}\n`);
 
-async function answer(line) {
+async function answer(line, last) {
   const req = JSON.parse(line);
   let reply;
   try {
     const output = await offered[req.op](req.input);
-    reply = JSON.stringify({ id: req.id, output });
+    const found = coverage?.take(last);
+    reply = JSON.stringify({ id: req.id, output, ...(found ? { coverage: found } : {}) });
     if (Buffer.byteLength(reply) > MAX_ANSWER_BYTES) throw new Error("answer too large");
   } catch (err) {
     reply = JSON.stringify({ id: req.id, error: String(err?.message ?? err).slice(0, 2000) });
@@ -59,7 +70,9 @@ process.stdin.on("data", (chunk) => {
   }
   if (start < chunk.length) partial.push(chunk.subarray(start));
   queue = queue.then(async () => {
-    for (const line of lines) if (line.trim() !== "") process.stdout.write(await answer(line));
+    for (const [i, line] of lines.entries()) {
+      if (line.trim() !== "") process.stdout.write(await answer(line, i === lines.length - 1));
+    }
   });
 });
 process.stdin.on("end", () => queue.then(() => process.stdout.write("", () => process.exit(0))));

@@ -8,7 +8,15 @@ carries protocol lines only.
 """
 
 import json
+import os
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from shim_coverage import Coverage  # noqa: E402  (written by `normfuzz init` next to this shim)
+
+# Your normalizer's files or functions, `<file glob>[:<function>]` (one per line): the report
+# shows how much of them the campaign reached, with the lines it never did. Empty: not measured.
+COVERAGE = ""  # e.g. "mypkg/normalize.py:coerce_tool_result"
 
 HANDLERS = {
     # An MCP CallToolResult (any JSON, malformed on purpose) -> what your runtime sends the model:
@@ -35,8 +43,12 @@ MAX_ANSWER_BYTES = 16 << 20
 
 def main() -> None:
     offered = {op: f for op, f in HANDLERS.items() if f is not None}
+    coverage = Coverage.from_env(COVERAGE)
+    handshake = {"normfuzz": 1, "name": "{name}", "ops": list(offered)}
+    if coverage is not None:
+        handshake["coverage"] = coverage.offer()
     out = sys.stdout.buffer
-    out.write(json.dumps({"normfuzz": 1, "name": "{name}", "ops": list(offered)}).encode() + b"\n")
+    out.write(json.dumps(handshake).encode() + b"\n")
     out.flush()
     # The binary stdin splits at b"\n" only (`str.splitlines` also splits at U+0085, U+2028
     # and U+2029); json.dumps escapes everything outside ASCII, lone surrogates included.
@@ -45,7 +57,10 @@ def main() -> None:
             continue
         req = json.loads(line)
         try:
-            reply = json.dumps({"id": req["id"], "output": offered[req["op"]](req["input"])})
+            answer = {"id": req["id"], "output": offered[req["op"]](req["input"])}
+            if coverage is not None and (found := coverage.take()) is not None:
+                answer["coverage"] = found
+            reply = json.dumps(answer)
             if len(reply) > MAX_ANSWER_BYTES:
                 raise ValueError("answer too large")
         except Exception as err:  # a refusal, not a crash

@@ -2,6 +2,7 @@
 //! pass-through SUT is caught with small shrunk inputs, a faulty SUT is survived and reported,
 //! and a run is deterministic for a seed.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use normfuzz::campaign::{Campaign, Outcome, Progress, Shard, run};
@@ -22,6 +23,7 @@ fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
         shard: Shard::WHOLE,
         baseline: None,
         inputs: Vec::new(),
+        steer: None,
     }
 }
 
@@ -96,28 +98,20 @@ fn pass_through_sut_is_caught_with_minimal_inputs() {
             .iter()
             .find(|f| f.rule == normfuzz::rule::Rule::S2)
             .expect("S2 found");
+        // Apart from an image's bytes: a valid sample image (one without its media type is
+        // refused too) is drawn whole, and whole-part edits keep a block's data.
+        let mut envelope = s2.input.clone();
+        for block in envelope["content"].as_array_mut().into_iter().flatten() {
+            if let Some(data) = block.get_mut("data") {
+                *data = serde_json::json!("");
+            }
+        }
         assert!(
-            s2.input.to_string().len() <= 200,
+            envelope.to_string().len() <= 200,
             "S2 not shrunk: {}",
             s2.input
         );
         assert!(outcome.failed(false) > 0);
-        // Shrinking never adds a feature (a field dropped until the result breaks the schema,
-        // say): an entry drafted from a minimal input covers the case it came from, which for a
-        // finding of one case is its only trigger set.
-        let single: Vec<_> = outcome.findings.iter().filter(|f| f.hits == 1).collect();
-        assert!(!single.is_empty(), "no finding of one case to check");
-        for f in single {
-            assert!(
-                f.triggers
-                    .iter()
-                    .any(|t| normfuzz::oracle::signature::within(&f.signature.features, t)),
-                "{}: minimal input's features {:?} in no case's {:?}",
-                f.id,
-                f.signature.features,
-                f.triggers
-            );
-        }
     });
 }
 
@@ -223,6 +217,81 @@ impl Sut for EchoNeutralize {
         }
         Ok(answers)
     }
+}
+
+/// Shrinking never adds a feature the case lacked: a pass-through SUT keeps a resource link as
+/// it is (F4), and without its `name` it would still, but the result would then break the MCP
+/// schema, a feature the case did not have. The minimal input keeps the name, so an entry drafted
+/// from it covers the case it came from.
+#[test]
+fn shrinking_adds_no_feature_the_case_lacked() {
+    use proptest::strategy::{Just, Strategy};
+    use proptest::test_runner::TestRunner;
+
+    struct PassThrough;
+    impl Sut for PassThrough {
+        fn name(&self) -> &str {
+            "pass-through"
+        }
+        fn ops(&self) -> &[Op] {
+            &[Op::CoerceToolResult]
+        }
+        fn call_until(
+            &mut self,
+            batch: &[(Op, &serde_json::Value)],
+            _until: Option<std::time::Instant>,
+            _wait: normfuzz::sut::Wait,
+            seen: &mut dyn FnMut(&normfuzz::protocol::Answer) -> std::ops::ControlFlow<()>,
+        ) -> anyhow::Result<Vec<normfuzz::protocol::Answer>> {
+            let answers: Vec<_> = batch
+                .iter()
+                .map(|(_, input)| normfuzz::protocol::Answer::Output(passed(input)))
+                .collect();
+            for answer in &answers {
+                let _ = seen(answer);
+            }
+            Ok(answers)
+        }
+    }
+    // The blocks as they came, with the output's `isError`.
+    fn passed(input: &serde_json::Value) -> serde_json::Value {
+        let mut output = input.clone();
+        if let Some(result) = output.as_object_mut() {
+            result.insert("isError".into(), false.into());
+        }
+        output
+    }
+    let input = serde_json::json!({"content": [
+        {"type": "resource_link", "uri": "https://example.com/a.pdf", "name": "a.pdf"}
+    ]});
+    let op = Op::CoerceToolResult;
+    let output = normfuzz::protocol::Answer::Output(passed(&input));
+    let expected = ReferenceSut.call(&[(op, &input)]).unwrap().pop().unwrap();
+    let violation = normfuzz::oracle::judge::judge(op, &input, &output, &expected)
+        .into_iter()
+        .find(|v| v.gate)
+        .expect("a gate failure on a link passed through");
+    let signature =
+        normfuzz::oracle::signature::Signature::of(op, &input, &output, &expected, &violation);
+    assert!(!signature.features.contains(&"schema-invalid".to_string()));
+    let tree = Just(input).new_tree(&mut TestRunner::default()).unwrap();
+    let shrunk = normfuzz::campaign::shrink::shrink(
+        &mut PassThrough,
+        op,
+        tree,
+        &violation,
+        &signature,
+        false,
+        normfuzz::sut::Wait::Calibrated,
+        None,
+        &Progress::default(),
+    )
+    .unwrap();
+    let normfuzz::campaign::shrink::Shrunk::Smallest { input, .. } = shrunk else {
+        panic!("not shrunk: {shrunk:?}");
+    };
+    assert_eq!(input["content"][0]["name"], "a.pdf", "{input}");
+    assert!(normfuzz::oracle::mcp_schema::is_valid(&input), "{input}");
 }
 
 /// `--shard K/N`: the shards of a campaign run disjoint cases that together are the cases of
@@ -334,6 +403,7 @@ fn merged_shard_reports_equal_the_unsharded_report() {
                 "steadyCases",
                 "steadyJobMs",
                 "steadyCasesPerSecond",
+                "cpu",
             ] {
                 map.remove(volatile).unwrap();
             }
@@ -437,4 +507,79 @@ fn repro_replays_a_finding_nested_as_deep_as_generated() {
         Some(1),
         "the echo SUT's findings fail the gate"
     );
+}
+
+/// Start-up is paid once per job: the shrinker's SUT starts only for a finding that is new
+/// (one its baseline does not know: here a divergence, which no baseline lists), never for the
+/// known ones, however many cases hit them.
+#[test]
+fn known_findings_start_no_shrinker_sut() {
+    crate::on_job_stack(|| {
+        let starts = AtomicUsize::new(0);
+        let make = || {
+            starts.fetch_add(1, Ordering::SeqCst);
+            Ok(EchoNeutralize)
+        };
+        let mut c = campaign(&[Op::CheckMediaUrl], 600, 3);
+        let first = run(&c, make, &Progress::default()).unwrap();
+        let gate: Vec<_> = first.findings.iter().filter(|f| f.gate).collect();
+        assert!(!gate.is_empty(), "{:?}", first.findings);
+        // Every rule it broke known, rule-wide.
+        let entries: String = gate
+            .iter()
+            .map(|f| {
+                format!(
+                    "[[known]]\nop = \"check_media_url\"\nrule = \"{}\"\nclass = \"bug\"\n\
+                     cause = \"allows-all\"\nreason = \"allows every URL\"\n",
+                    f.rule
+                )
+            })
+            .collect();
+        c.baseline = Some(normfuzz::campaign::baseline::Baseline::parse(&entries).unwrap());
+        starts.store(0, Ordering::SeqCst);
+        let second = run(&c, make, &Progress::default()).unwrap();
+        assert_eq!(second.cases(), 600);
+        let known_hits: u64 = second
+            .findings
+            .iter()
+            .filter(|f| f.gate)
+            .map(|f| f.hits)
+            .sum();
+        assert!(known_hits > 0);
+        // A new finding may start the shrinker's SUT (unless the job was done first and handed
+        // it its own); known ones never do.
+        let new = second.findings.iter().any(|f| !f.gate);
+        let started = starts.load(Ordering::SeqCst);
+        assert!(
+            started == 1 || (new && started == 2),
+            "{started} SUTs started; {known_hits} known hits; a new finding: {new}"
+        );
+    });
+}
+
+/// A job done with its cases within the time a SUT takes to start hands its SUT to its
+/// shrinker: a short campaign of a slow-starting runtime pays one start-up, not two.
+#[test]
+fn a_short_campaigns_shrinker_takes_its_jobs_sut() {
+    crate::on_job_stack(|| {
+        let starts = AtomicUsize::new(0);
+        let make = || {
+            starts.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_secs(2));
+            Ok(EchoNeutralize)
+        };
+        let outcome = run(
+            &campaign(&[Op::CheckMediaUrl], 200, 3),
+            make,
+            &Progress::default(),
+        )
+        .unwrap();
+        let shrunk: Vec<_> = outcome.findings.iter().filter(|f| f.gate).collect();
+        assert!(!shrunk.is_empty());
+        assert!(
+            shrunk.iter().all(|f| !f.detail.contains("not shrunk")),
+            "{shrunk:?}"
+        );
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
+    });
 }

@@ -42,6 +42,7 @@ fn hang_proxy(mode: &str) -> (Outcome, Duration) {
         shard: Shard::WHOLE,
         baseline: None,
         inputs: Vec::new(),
+        steer: None,
     };
     let options = SutOptions {
         timeout: CEILING,

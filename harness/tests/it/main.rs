@@ -22,6 +22,7 @@ mod report_fuzz;
 mod report_schemas;
 mod report_timeline;
 mod retry_rules;
+mod runtime_coverage;
 mod stream_cli;
 mod stream_rules;
 mod tutorial;

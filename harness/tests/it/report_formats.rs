@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use normfuzz::campaign::cpu::CpuUse;
 use normfuzz::campaign::{Faults, Finding, Outcome, Sample, Tally};
 use normfuzz::oracle::signature::{Action, Signature};
 use normfuzz::protocol::{Answer, Op};
@@ -82,6 +83,7 @@ fn outcome() -> Outcome {
         findings: 2,
         verdict_cells: 4,
         reference_shapes: cases / 20,
+        ..Sample::default()
     };
     Outcome {
         sut: "hostile <sut>".into(),
@@ -99,10 +101,17 @@ fn outcome() -> Outcome {
             crashes: 1,
             garbled: 0,
             slow: 0,
+            late: 2,
+        },
+        cpu: CpuUse {
+            harness_ms: 300,
+            sut_ms: 1_700,
         },
         fail_on: normfuzz::campaign::DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
+        coverage: None,
+        steering: None,
     }
 }
 
@@ -300,6 +309,14 @@ fn index_holds_what_the_other_formats_show() {
         summary.contains("4 restarts (3 hangs costing 1.5 s of job time, 1 crashes"),
         "{summary}"
     );
+    assert_eq!(index["faults"]["late"], 2);
+    assert_eq!(index["cpu"]["harnessShare"], 0.15);
+    for shown in [
+        "2 slow answers waited for past the calibrated time-out (no restart)",
+        "the harness 15% of the CPU (0.3 s against the SUT's 1.7 s)",
+    ] {
+        assert!(summary.contains(shown), "{shown} not in {summary}");
+    }
     assert_eq!(
         index["matrix"]["cells"]["S1"]["neutralize_text"]["state"],
         "fail"

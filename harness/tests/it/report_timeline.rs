@@ -20,6 +20,7 @@ fn a_campaign_samples_its_progress_until_the_end() {
         shard: Shard::WHOLE,
         baseline: None,
         inputs: Vec::new(),
+        steer: None,
     };
     let outcome = run(&campaign, || Ok(ReferenceSut), &Progress::default()).expect("runs");
     let timeline = &outcome.timeline;

@@ -13,6 +13,8 @@ const DRAFT: &str =
 const GATE: &str = "normfuzz conform --config normfuzz.toml";
 /// The handlers step 3 shows, as they go into the generated shim.
 const IMPORT: &str = "import { neutralizeText, checkMediaUrl } from \"../normalize.mjs\";";
+/// The coverage scope step 3 names.
+const COVERAGE: &str = "const COVERAGE = \"normalize.mjs\";";
 const HANDLERS: [(&str, &str); 2] = [
     (
         "  neutralize_text: null,",
@@ -69,6 +71,7 @@ fn the_readme_tutorial_goes_from_init_to_red_on_a_planted_regression() {
             DRAFT,
             GATE,
             IMPORT,
+            COVERAGE,
             HANDLERS[0].1.trim(),
             HANDLERS[1].1.trim(),
         ] {
@@ -83,7 +86,7 @@ fn the_readme_tutorial_goes_from_init_to_red_on_a_planted_regression() {
     )
     .unwrap();
 
-    // 2: init writes the five files, and never overwrites them.
+    // 2: init writes its files, and never overwrites them.
     let out = run(repo, INIT, false);
     assert!(out.status.success(), "{}", text(&out));
     let written: Vec<PathBuf> = [
@@ -113,7 +116,10 @@ fn the_readme_tutorial_goes_from_init_to_red_on_a_planted_regression() {
         &format!("{IMPORT}\n\nconst handlers = {{"),
         1,
     );
-    for (empty, filled) in HANDLERS {
+    for (empty, filled) in HANDLERS
+        .into_iter()
+        .chain([("const COVERAGE = \"\";", COVERAGE)])
+    {
         assert!(shim.contains(empty), "the generated shim has `{empty}`");
         shim = shim.replacen(empty, filled, 1);
     }
@@ -125,10 +131,24 @@ fn the_readme_tutorial_goes_from_init_to_red_on_a_planted_regression() {
     let baseline = std::fs::read_to_string(&written[3]).unwrap();
     assert!(baseline.contains("[[known]]"), "{baseline}");
 
-    // 5: green against it.
+    // 5: green against it; the report has the normalizer's coverage, from the shim's COVERAGE.
     let out = run(repo, GATE, false);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert!(text(&out).contains(" 0 new, "), "{}", text(&out));
+    let reports: Vec<PathBuf> = std::fs::read_dir(repo.join("reports"))
+        .unwrap()
+        .map(|e| e.unwrap().path().join("index.json"))
+        .collect();
+    for index in reports {
+        let index: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+        let unit = &index["coverage"][0];
+        assert_eq!(
+            unit["file"],
+            repo.join("normalize.mjs").display().to_string()
+        );
+        assert!(unit["linesReached"].as_u64() > Some(0), "{unit}");
+    }
 
     // 6: a planted regression (plain http allowed) is new: red, annotated at the shim.
     let normalizer = repo.join("normalize.mjs");

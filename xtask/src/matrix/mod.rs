@@ -41,6 +41,9 @@ pub struct Runtime {
     /// How long the shim may take to send its handshake, for a runtime whose imports take
     /// longer than the protocol's 10 s on a loaded machine (`conform --handshake-timeout-ms`).
     pub handshake_timeout_ms: Option<u64>,
+    /// The functions or files whose coverage the shim reports (`NORMFUZZ_COVERAGE`, the SUT
+    /// protocol's coverage extension): `<file glob>[:<function>]`.
+    pub coverage: Vec<String>,
 }
 
 impl Runtime {
@@ -84,6 +87,7 @@ impl Runtime {
             command: raw.command,
             baseline: raw.baseline,
             handshake_timeout_ms: raw.handshake_timeout_ms,
+            coverage: raw.coverage,
         })
     }
 }
@@ -121,6 +125,8 @@ struct RawRuntime {
     command: Vec<String>,
     baseline: String,
     handshake_timeout_ms: Option<u64>,
+    #[serde(default)]
+    coverage: Vec<String>,
 }
 
 pub struct Options {
@@ -471,7 +477,9 @@ fn run_one(
             runtime
                 .handshake_timeout_ms
                 .map(|ms| format!("--handshake-timeout-ms={ms}")),
-        );
+        )
+        // The shim reports its runtime's coverage of these (the protocol's coverage extension).
+        .env("NORMFUZZ_COVERAGE", runtime.coverage.join("\n"));
     // 0: no gate failure, 1: some (judged against the baseline), 2: the run itself failed.
     run_into_report(command, cases, options, report)
 }
@@ -733,6 +741,7 @@ mod tests {
                 .collect();
             let mut child = Command::new(&argv[0])
                 .args(&argv[1..])
+                .env("NORMFUZZ_COVERAGE", runtime.coverage.join("\n"))
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
@@ -774,6 +783,24 @@ mod tests {
             assert_eq!(lines[1]["output"]["isError"], false);
             assert_eq!(lines[2]["id"], 8);
             assert!(lines[2]["error"].is_string() || lines[2]["output"].is_object());
+            // The coverage extension: a unit per scope `runtime.toml` names, and the first
+            // case reached some of them.
+            let units = lines[0]["coverage"]["units"].as_array().cloned();
+            let units = units.unwrap_or_else(|| panic!("{}: no coverage offer", runtime.label()));
+            let names: Vec<&str> = units.iter().filter_map(|u| u["name"].as_str()).collect();
+            for scope in &runtime.coverage {
+                let function = scope.rsplit(':').next().unwrap_or(scope);
+                assert!(
+                    names.iter().any(|n| n.ends_with(&format!(":{function}"))),
+                    "{}: {scope} is not measured (units {names:?})",
+                    runtime.label()
+                );
+            }
+            assert!(
+                lines[1]["coverage"].is_object(),
+                "{}: the first case reached nothing",
+                runtime.label()
+            );
         }
     }
 
@@ -785,6 +812,11 @@ mod tests {
         let runtimes = load_all(&dir, &[]).unwrap();
         assert!(runtimes.len() >= 5, "{} runtimes", runtimes.len());
         for (path, runtime) in &runtimes {
+            assert!(
+                !runtime.coverage.is_empty(),
+                "{}: `coverage` names none of the functions under test",
+                runtime.name
+            );
             assert_eq!(
                 path.file_name().unwrap().to_str(),
                 Some(runtime.name.as_str())

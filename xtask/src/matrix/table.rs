@@ -133,7 +133,13 @@ pub struct Row {
     /// Cases per second while no job was shrinking (`steadyCasesPerSecond`); none for e2e
     /// turns, which are not shrunk, and for a campaign that was always shrinking.
     pub steady_rate: Option<f64>,
+    /// The harness's share of the campaign's CPU, its own against the SUT processes'
+    /// (`cpu.harnessShare`); none for e2e turns.
+    pub harness_cpu: Option<f64>,
     pub divergent: u64,
+    /// The runtime's own coverage of its named functions (`index.json`'s `coverage`), as
+    /// "lines L/N, branches B/M"; `None` for a run whose SUT reports none.
+    pub coverage: Option<String>,
     /// (rule id, cell), in the report's rule order.
     pub cells: Vec<(String, Cell)>,
     /// The baseline's entries, printed under the table.
@@ -226,12 +232,14 @@ impl Row {
             cases: index["cases"].as_u64().unwrap_or(0),
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
             steady_rate: index["steadyCasesPerSecond"].as_f64(),
+            harness_cpu: index["cpu"]["harnessShare"].as_f64(),
             divergent: index["perOp"]
                 .as_object()
                 .into_iter()
                 .flat_map(|m| m.values())
                 .filter_map(|t| t["divergent"].as_u64())
                 .sum(),
+            coverage: coverage(&index["coverage"]),
             cells,
             reasons: baseline
                 .known
@@ -329,7 +337,9 @@ impl Row {
             cases: cases.len() as u64,
             elapsed_ms: index["elapsedMs"].as_u64().unwrap_or(0),
             steady_rate: None,
+            harness_cpu: None,
             divergent: 0,
+            coverage: None,
             cells,
             // The entries of this row's rules: a fallback row lists the retry rules' entries.
             reasons: baseline
@@ -390,7 +400,9 @@ impl Row {
             cases: 0,
             elapsed_ms: 0,
             steady_rate: None,
+            harness_cpu: None,
             divergent: 0,
+            coverage: None,
             cells: Vec::new(),
             reasons: Vec::new(),
             error: Some(error.to_string()),
@@ -466,6 +478,23 @@ struct E2eKnown {
     reason: String,
 }
 
+/// "lines L/N, branches B/M" over a report's coverage units (`?` for a branch count its SUT
+/// never learned), or `None` when the report has none.
+fn coverage(units: &Value) -> Option<String> {
+    let units = units.as_array()?;
+    let sum = |key: &str| units.iter().filter_map(|u| u[key].as_u64()).sum::<u64>();
+    let branches = match units.iter().all(|u| u["branches"].is_u64()) {
+        true => sum("branches").to_string(),
+        false => "?".into(),
+    };
+    Some(format!(
+        "lines {}/{}, branches {}/{branches}",
+        sum("linesReached"),
+        sum("lines"),
+        sum("branchesReached")
+    ))
+}
+
 fn strings(value: &Value) -> Vec<&str> {
     value
         .as_array()
@@ -506,12 +535,17 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
          cases/s is the whole campaign (generation, shim, reference, judges, \
          shrinking); steady, the rate over the batches during which no job was shrinking \
          (each distinct finding is shrunk once, one case at a time, for up to 10 s, which \
-         dominates a short campaign).\n\n| runtime | cases | cases/s | steady cases/s | divergent |"
+         dominates a short campaign); harness CPU, the harness's share of the campaign's CPU \
+         (its own against the shim processes'); runtime coverage, the lines and branches of the \
+         functions its `runtime.toml` names (`coverage`) that the campaign reached, as its shim \
+         reports them (the SUT protocol's coverage extension; none: the shim does not report \
+         it).\n\n| runtime | cases | cases/s | steady cases/s | harness CPU | divergent | runtime \
+         coverage |"
     );
     for rule in &rules {
         out.push_str(&format!(" {rule} |"));
     }
-    out.push_str("\n|---|---:|---:|---:|---:|");
+    out.push_str("\n|---|---:|---:|---:|---:|---:|---|");
     out.push_str(&"---|".repeat(rules.len()));
     out.push('\n');
     for row in rows {
@@ -519,18 +553,23 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
         if let Some(err) = &row.error {
             let first = err.lines().next().unwrap_or("").replace('|', "\\|");
             out.push_str(&format!(" not run: {first} |"));
-            out.push_str(&" |".repeat(rules.len() + 3));
+            // The columns after `cases`: cases/s, steady, harness CPU, divergent, coverage.
+            out.push_str(&" |".repeat(rules.len() + 5));
             out.push('\n');
             continue;
         }
         let judging = row
             .steady_rate
             .map_or_else(|| "–".to_string(), |r| format!("{r:.0}"));
+        let cpu = row
+            .harness_cpu
+            .map_or_else(|| "–".to_string(), |share| format!("{:.0}%", share * 100.0));
         out.push_str(&format!(
-            " {} | {:.0} | {judging} | {} |",
+            " {} | {:.0} | {judging} | {cpu} | {} | {} |",
             row.cases,
             row.cases_per_second(),
-            row.divergent
+            row.divergent,
+            row.coverage.as_deref().unwrap_or("none")
         ));
         for rule in &rules {
             let cell = row.cells.iter().find(|(r, _)| r == rule).map(|(_, c)| c);
@@ -686,7 +725,9 @@ pub fn to_json(rows: &[Row], date: &str, command: &str) -> Value {
             "elapsedMs": row.elapsed_ms,
             "casesPerSecond": (row.cases_per_second() * 10.0).round() / 10.0,
             "steadyCasesPerSecond": row.steady_rate,
+            "harnessCpuShare": row.harness_cpu,
             "divergent": row.divergent,
+            "coverage": row.coverage,
             "error": row.error,
             "green": row.green(),
             "cells": row.cells.iter().map(|(rule, c)| (rule.clone(), json!({
@@ -721,6 +762,7 @@ mod tests {
             command: vec!["node".into()],
             baseline: "demo.baseline.toml".into(),
             handshake_timeout_ms: None,
+            coverage: vec!["demo.js:convert".into()],
         }
     }
 
@@ -741,7 +783,10 @@ mod tests {
         json!({
             "baseline": {"notReached": not_reached},
             "cases": 2000, "elapsedMs": 1000, "steadyCasesPerSecond": 2500.0,
+            "cpu": {"harnessMs": 130, "sutMs": 870, "harnessShare": 0.13},
             "perOp": {"coerce_tool_result": {"cases": 2000, "divergent": 7}},
+            "coverage": [{"name": "demo.js:convert", "file": "/x/demo.js", "lines": 10,
+                "linesReached": 7, "branches": 4, "branchesReached": 3, "unreached": [1, 2, 3]}],
             "matrix": {
                 "ops": ["coerce_tool_result"],
                 "rules": ["S1", "S2", "F1", "R1", "divergence"],
@@ -779,6 +824,15 @@ mod tests {
         assert!(row.cells.iter().all(|(r, _)| r != "divergence"));
         assert!(!row.green(), "a new S1 finding fails the row");
         assert_eq!(row.divergent, 7);
+        assert_eq!(row.coverage.as_deref(), Some("lines 7/10, branches 3/4"));
+        let mut without = judged.clone();
+        without["coverage"] = Value::Null;
+        let row_without = Row::from_index(&runtime(), &without, &baseline, "demo-1.2.3");
+        assert_eq!(row_without.coverage, None, "no coverage reported");
+        without["coverage"] =
+            json!([{"linesReached": 1, "lines": 2, "branchesReached": 0, "branches": null}]);
+        let unknown = Row::from_index(&runtime(), &without, &baseline, "demo-1.2.3");
+        assert_eq!(unknown.coverage.as_deref(), Some("lines 1/2, branches 0/?"));
         assert_eq!(row.cases_per_second(), 2000.0);
         let s2 = &row.cells.iter().find(|(r, _)| r == "S2").unwrap().1;
         assert_eq!(s2.hits, 9);
@@ -944,10 +998,11 @@ mod tests {
         );
         assert!(md.contains("Made on 2026-11-24 by `cargo xtask matrix --cases 5`"));
         assert!(md.contains(
-            "| runtime | cases | cases/s | steady cases/s | divergent | S1 | S2 | F1 | R1 |"
+            "| runtime | cases | cases/s | steady cases/s | harness CPU | divergent | runtime \
+             coverage | S1 | S2 | F1 | R1 |"
         ));
         assert!(md.contains(
-            "| demo@1.2.3 | 2000 | 2000 | 2500 | 7 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \
+            "| demo@1.2.3 | 2000 | 2000 | 2500 | 13% | 7 | lines 7/10, branches 3/4 | **NEW** (3 cases) [1](demo-1.2.3/findings/c-S1-a.json) \
              | **NEW** (9 cases) [1](demo-1.2.3/findings/c-S2-a.json) \
              [2](demo-1.2.3/findings/c-S2-b.json) | pass | n/a |"
         ));
@@ -965,6 +1020,7 @@ mod tests {
         let value = to_json(&[row], "2026-11-24", "c");
         assert_eq!(value["runtimes"][0]["cells"]["S1"]["state"], "new");
         assert_eq!(value["runtimes"][0]["green"], false);
+        assert_eq!(value["runtimes"][0]["harnessCpuShare"], 0.13);
         assert_eq!(value["rules"], json!(["S1", "S2", "F1", "R1"]));
     }
 }

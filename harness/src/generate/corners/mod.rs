@@ -15,11 +15,13 @@
 //! - [`urls`]: media URLs from every U-rule family, and public controls.
 //! - [`nesting`]: arrays and objects nested 1 to [`nesting::MAX_NESTING`] deep in every place a
 //!   block can stand.
+//! - [`dates`]: `lastModified` date-times in every ISO 8601 spelling servers write.
 //! - [`limits`]: every size limit at limit − 1, limit and limit + 1.
 //! - [`calls`]: the model's tool calls in an end-to-end turn: hostile ids, names, arguments
 //!   and send-style calls naming canaries and refused URLs, each value marked by its field.
 
 pub mod calls;
+pub mod dates;
 pub mod limits;
 pub mod nesting;
 pub mod text;

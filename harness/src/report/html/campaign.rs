@@ -66,6 +66,13 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
             ),
         ));
     }
+    facts.push((
+        "runtime coverage",
+        outcome.coverage.as_deref().map_or_else(
+            || text(crate::report::coverage::NONE),
+            |units| text(&crate::report::coverage::figures(units)),
+        ),
+    ));
     let mut body = header(
         campaign.passed(),
         &format!("normfuzz conform against {}", outcome.sut),
@@ -84,6 +91,7 @@ pub fn campaign(campaign: &CampaignView<'_>) -> String {
          nothing and (op, rule) once the rule was broken on that op (the ✗ and ≠ cells above).",
     ));
     body.push_str("</section>");
+    body.push_str(&crate::report::coverage::html(outcome.coverage.as_deref()));
     let _ = write!(
         body,
         "<section><h2>Findings ({})</h2>",
@@ -165,7 +173,7 @@ fn matrix(campaign: &CampaignView<'_>) -> String {
     out
 }
 
-fn campaign_charts(campaign: &CampaignView<'_>) -> [Chart<'static>; 2] {
+fn campaign_charts(campaign: &CampaignView<'_>) -> Vec<Chart<'static>> {
     let timeline = &campaign.outcome.timeline;
     let since_start = |value: fn(&crate::campaign::Sample) -> u64| -> Vec<(f64, f64)> {
         std::iter::once((0.0, 0.0))
@@ -176,7 +184,7 @@ fn campaign_charts(campaign: &CampaignView<'_>) -> [Chart<'static>; 2] {
             )
             .collect()
     };
-    [
+    let mut charts = vec![
         Chart {
             title: "Throughput: cases judged per second, per sampling interval",
             x_label: "seconds since the campaign started",
@@ -201,7 +209,25 @@ fn campaign_charts(campaign: &CampaignView<'_>) -> [Chart<'static>; 2] {
                 },
             ],
         },
-    ]
+    ];
+    if campaign.outcome.coverage.is_some() {
+        charts.push(Chart {
+            title: "Runtime coverage: the runtime's own lines and branches reached",
+            x_label: "seconds since the campaign started",
+            y_label: "reached so far",
+            series: vec![
+                Series {
+                    label: "lines".into(),
+                    points: since_start(|s| s.runtime_lines),
+                },
+                Series {
+                    label: "branches".into(),
+                    points: since_start(|s| s.runtime_branches),
+                },
+            ],
+        });
+    }
+    charts
 }
 
 /// Cases per second over each interval between samples, plotted at the interval's end. An
