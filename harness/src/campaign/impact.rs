@@ -6,7 +6,6 @@
 //! from its code), never typed by hand alone: baselines carry the class a person read in the
 //! code, and a run fails when the two disagree.
 
-use std::fmt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -17,40 +16,9 @@ use crate::oracle::mcp_schema;
 use crate::protocol::{Answer, Fault, Op};
 use crate::rule::Rule;
 
-/// What a finding means to the runtime that has it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Class {
-    Bug,
-    Hardening,
-    Spec,
-}
+mod class;
 
-impl Class {
-    pub const ALL: [Class; 3] = [Class::Bug, Class::Hardening, Class::Spec];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Class::Bug => "bug",
-            Class::Hardening => "hardening",
-            Class::Spec => "spec",
-        }
-    }
-
-    /// `bug`, `hardening` or `spec`, as `--fail-on` takes them.
-    pub fn parse(text: &str) -> Result<Class> {
-        Class::ALL
-            .into_iter()
-            .find(|c| c.as_str() == text.trim())
-            .with_context(|| format!("unknown impact class {text:?} (bug, hardening, spec)"))
-    }
-}
-
-impl fmt::Display for Class {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use class::Class;
 
 /// `--fail-on` of `conform` and `e2e`: the impact classes whose new findings fail a run.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -59,7 +27,7 @@ pub struct FailOn {
     /// [default: bug,hardening]; a finding of another class is reported and passes. In
     /// `conform` a spec finding is a divergence: it fails only under --strict.
     #[arg(long = "fail-on", value_name = "CLASSES", value_delimiter = ',',
-          value_parser = |s: &str| Class::parse(s).map_err(|e| e.to_string()))]
+          value_parser = Class::parse)]
     pub classes: Option<Vec<Class>>,
 }
 

@@ -30,3 +30,25 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_per_case_and_field_and_trace_back() {
+        let a = marker("gen-1-2", Field::Id);
+        assert!(a.starts_with("nfz") && a.chars().all(|c| c.is_ascii_alphanumeric()));
+        assert_ne!(a, marker("gen-1-3", Field::Id));
+        let all: std::collections::HashSet<String> =
+            Field::ALL.map(|f| marker("c", f)).into_iter().collect();
+        assert_eq!(all.len(), Field::ALL.len());
+        for field in Field::ALL {
+            let written = format!("/w/home/../escaped-{}.json", marker("c", field));
+            assert_eq!(trace(&written, "c"), Some(field));
+            assert_eq!(trace(&written.to_uppercase(), "c"), Some(field));
+            assert_eq!(trace(&written, "other-case"), None);
+        }
+        assert_eq!(trace("/w/workspace/out.png", "c"), None);
+    }
+}

@@ -40,25 +40,15 @@ pub struct Known {
     pub reason: String,
 }
 
-/// A baseline entry's impact class, read in the runtime's code (the harness derives the same
-/// from a run's evidence: `harness/src/campaign/impact.rs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Class {
-    Bug,
-    Hardening,
-    Spec,
-}
-
-impl Class {
-    fn as_str(self) -> &'static str {
-        match self {
-            Class::Bug => "bug",
-            Class::Hardening => "hardening",
-            Class::Spec => "spec",
-        }
-    }
-}
+// A baseline entry's impact class, read in the runtime's code: the harness's own type, compiled
+// here from the same source (std and serde only), as `fs.rs` is in `main.rs`.
+#[path = "../../../harness/src/campaign/impact/class.rs"]
+#[expect(
+    dead_code,
+    reason = "`--fail-on` parsing is the harness's: xtask only reads classes"
+)]
+mod class;
+pub use class::Class;
 
 /// One baseline entry as the table prints it: `rule` names the case for an e2e entry.
 #[derive(Debug, Clone)]
