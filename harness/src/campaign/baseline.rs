@@ -16,7 +16,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::campaign::Finding;
+use super::finding::{Finding, Standing};
 use crate::campaign::impact::{Class, Impact};
 use crate::oracle::signature::Signature;
 use crate::protocol::Op;
@@ -58,14 +58,6 @@ pub struct Known {
 /// The op of an entry that names none: the matrix's first baselines were all of tool results.
 fn default_op() -> Op {
     Op::CoerceToolResult
-}
-
-/// A finding's standing against the baseline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Standing {
-    Known,
-    New,
 }
 
 /// What a campaign's findings are against a baseline: kept in the report and its `index.json`.

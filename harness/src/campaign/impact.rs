@@ -20,6 +20,10 @@ mod class;
 
 pub use class::Class;
 
+/// The classes that fail a campaign unless `--fail-on` says otherwise: a spec finding is a
+/// divergence, never a gate failure.
+pub const DEFAULT_FAIL_ON: [Class; 2] = [Class::Bug, Class::Hardening];
+
 /// `--fail-on` of `conform` and `e2e`: the impact classes whose new findings fail a run.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct FailOn {
@@ -36,7 +40,7 @@ impl FailOn {
     pub fn classes(&self) -> Vec<Class> {
         self.classes
             .clone()
-            .unwrap_or_else(|| crate::campaign::DEFAULT_FAIL_ON.to_vec())
+            .unwrap_or_else(|| DEFAULT_FAIL_ON.to_vec())
     }
 
     /// The classes a report's `index.json` records (`failOn`), else the default: a report from

@@ -8,7 +8,8 @@ use anyhow::Result;
 use proptest::strategy::ValueTree;
 use serde_json::Value;
 
-use super::{Finding, Progress};
+use super::finding::Finding;
+use super::progress::Progress;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
 use crate::oracle::signature::{Action, Signature, within};
 use crate::protocol::{Answer, Op};

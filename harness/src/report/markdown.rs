@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::escape::is_invisible;
 use super::libfuzzer::{FuzzRun, Status};
 use super::view::{CampaignView, E2eView};
-use crate::campaign::baseline::Standing;
+use crate::campaign::Standing;
 use crate::campaign::{Finding, Outcome};
 
 /// Bytes of a minimal input shown in the summary; the finding's file has all of it.

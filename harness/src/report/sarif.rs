@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::view::{CampaignView, finding_file};
 use crate::campaign::Finding;
-use crate::campaign::baseline::Standing;
+use crate::campaign::Standing;
 
 const SCHEMA: &str = "https://json.schemastore.org/sarif-2.1.0.json";
 /// Longest minimal input a result carries (the finding file has all of it).

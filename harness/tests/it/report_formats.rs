@@ -107,7 +107,7 @@ fn outcome() -> Outcome {
             harness_ms: 300,
             sut_ms: 1_700,
         },
-        fail_on: normfuzz::campaign::DEFAULT_FAIL_ON.to_vec(),
+        fail_on: normfuzz::campaign::impact::DEFAULT_FAIL_ON.to_vec(),
         baseline: None,
         timeline: vec![sample(250, 60), sample(500, 140), sample(800, 200)],
         coverage: None,

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use super::layout::{charts, code, header, json_pre, page, pre};
 use super::plot::{Chart, Series};
-use crate::campaign::baseline::Standing;
+use crate::campaign::Standing;
 use crate::campaign::{Finding, Sample};
 use crate::report::escape::{escape, text};
 use crate::report::matrix::State;
