@@ -9,8 +9,12 @@
 pub mod directive;
 pub mod image;
 pub mod judge;
+// Read by the campaign only (cause signatures, impact classes), and jsonschema is a `runner`
+// dependency: the libFuzzer build of the oracle goes without both.
+#[cfg(feature = "runner")]
 pub mod mcp_schema;
 pub mod path;
 pub mod providers;
+#[cfg(feature = "runner")]
 pub mod signature;
 pub mod url;
