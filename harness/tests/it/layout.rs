@@ -514,7 +514,7 @@ const MAX_CODE_LINES: usize = 500;
 /// file is back under the limit.
 const OVERSIZED: &[(&str, usize)] = &[
     ("harness/src/oracle/signature.rs", 771),
-    ("mock-providers/src/channels/telegram.rs", 856),
+    ("mock-providers/src/channels/telegram.rs", 724),
 ];
 
 /// What breaks the size rule: a module over the limit that is not listed, or over its listed size,

@@ -47,7 +47,10 @@
 //! message entities in answers, more than one photo size, webhooks delivering updates.
 
 mod html;
+mod media;
 mod params;
+mod refusal;
+mod text;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +63,10 @@ use sha2::{Digest as _, Sha256};
 use wiremock::Request;
 
 use crate::capture::Capture;
-use params::{Params, Upload};
+use media::{MEDIA_KINDS, MediaKind, mime_type, photo_size};
+use params::Params;
+use refusal::{Refusal, bad, not_modified, strip};
+use text::{MESSAGE_MAX, caption, finish_text, message_text};
 
 /// The longest a `getUpdates` long poll waits before answering `[]`, whatever its `timeout`: the
 /// mock has no update to wait for, and a short poll keeps a client's loop turning.
@@ -117,14 +123,6 @@ pub(crate) struct Response {
 /// Whether `path` is one of the channel's (`/bot…` or `/file/bot…`).
 pub(crate) fn is_channel_path(path: &str) -> bool {
     path.starts_with("/bot") || path.starts_with("/file/bot")
-}
-
-/// A refusal: the HTTP status (also `error_code`) and `description`.
-#[derive(Debug)]
-struct Refusal(u16, String);
-
-fn bad(message: impl std::fmt::Display) -> Refusal {
-    Refusal(400, format!("Bad Request: {message}"))
 }
 
 /// The methods modeled, in the Bot API's spelling (matched case-insensitively).
@@ -789,165 +787,6 @@ enum Source {
     Upload(usize),
     Url,
     FileId(String),
-}
-
-/// A media sending method: its file parameter, the noun of its "there is no … in the request"
-/// refusal, whether its object has a duration, and whether an album may hold it.
-struct MediaKind {
-    method: &'static str,
-    field: &'static str,
-    noun: &'static str,
-    timed: bool,
-    in_album: bool,
-}
-
-const MEDIA_KINDS: [MediaKind; 7] = [
-    MediaKind {
-        method: "sendPhoto",
-        field: "photo",
-        noun: "photo",
-        timed: false,
-        in_album: true,
-    },
-    MediaKind {
-        method: "sendDocument",
-        field: "document",
-        noun: "document",
-        timed: false,
-        in_album: true,
-    },
-    MediaKind {
-        method: "sendAudio",
-        field: "audio",
-        noun: "audio",
-        timed: true,
-        in_album: true,
-    },
-    MediaKind {
-        method: "sendVoice",
-        field: "voice",
-        noun: "voice",
-        timed: true,
-        in_album: false,
-    },
-    MediaKind {
-        method: "sendVideo",
-        field: "video",
-        noun: "video",
-        timed: true,
-        in_album: true,
-    },
-    MediaKind {
-        method: "sendAnimation",
-        field: "animation",
-        noun: "animation",
-        timed: true,
-        in_album: false,
-    },
-    MediaKind {
-        method: "sendVideoNote",
-        field: "video_note",
-        noun: "video note",
-        timed: true,
-        in_album: false,
-    },
-];
-
-/// `message_text_length_max` and `message_caption_length_max` for bots.
-const MESSAGE_MAX: usize = 4096;
-const CAPTION_MAX: usize = 1024;
-/// The Bot API server's bound on a text before parsing (`get_formatted_text`: 1 << 15 bytes).
-const RAW_TEXT_MAX: usize = 1 << 15;
-
-/// The `parse_mode`-parsed `text` of a sendMessage or edit (the Bot API server's checks).
-fn message_text(p: &Params) -> Result<String, Refusal> {
-    let text = p.str("text");
-    if text.is_empty() {
-        return Err(bad("message text is empty"));
-    }
-    parsed(&text, &p.str("parse_mode"))
-}
-
-/// `text` after its `parse_mode`: the Bot API server's checks (`get_formatted_text`).
-fn parsed(text: &str, parse_mode: &str) -> Result<String, Refusal> {
-    if text.len() > RAW_TEXT_MAX {
-        return Err(bad("text is too long"));
-    }
-    match parse_mode.to_ascii_lowercase().as_str() {
-        "" | "none" => Ok(text.to_string()),
-        "html" => html::parse(text).map_err(|e| bad(format!("can't parse entities: {e}"))),
-        // Not modeled: openclaw sends HTML. Accepted as sent.
-        "markdown" | "markdownv2" => Ok(text.to_string()),
-        _ => Err(bad("unsupported parse_mode")),
-    }
-}
-
-/// TDLib's checks of a parsed text: trimmed, non-empty unless `allow_empty`, at most `max` code
-/// points (`utf8_length`). Trimming is [INF]: TDLib's own whitespace set is modeled by Unicode's.
-fn finish_text(
-    text: &str,
-    max: usize,
-    too_long: &str,
-    allow_empty: bool,
-) -> Result<String, Refusal> {
-    let text = text.trim();
-    if text.is_empty() && !allow_empty {
-        return Err(bad("text must be non-empty"));
-    }
-    if text.chars().count() > max {
-        return Err(bad(too_long));
-    }
-    Ok(text.to_string())
-}
-
-/// A caption: parsed, trimmed, bounded; `None` when absent or empty.
-fn caption(raw: Option<String>, parse_mode: &str) -> Result<Option<String>, Refusal> {
-    let Some(raw) = raw.filter(|c| !c.is_empty()) else {
-        return Ok(None);
-    };
-    let text = parsed(&raw, parse_mode)?;
-    let text = finish_text(&text, CAPTION_MAX, "message caption is too long", true)?;
-    Ok(Some(text).filter(|t| !t.is_empty()))
-}
-
-fn not_modified() -> Refusal {
-    bad(
-        "message is not modified: specified new message content and reply markup are exactly the same as a current content and reply markup of the message",
-    )
-}
-
-/// A description without its `Bad Request: ` prefix.
-fn strip(description: &str) -> &str {
-    description
-        .strip_prefix("Bad Request: ")
-        .unwrap_or(description)
-}
-
-/// A photo's pixel size, or the server's refusal: not an image it reads, or dimensions past
-/// sendPhoto's documented bounds (sum at most 10000, ratio at most 20).
-fn photo_size(bytes: &[u8]) -> Result<(u32, u32), Refusal> {
-    use crate::image::{ImageKind, inspect};
-    let info = inspect(bytes)
-        .filter(|i| !matches!(i.kind, ImageKind::Heif))
-        .and_then(|i| i.size)
-        .ok_or_else(|| bad("IMAGE_PROCESS_FAILED"))?;
-    let (w, h) = info;
-    let (small, large) = (w.min(h).max(1), w.max(h));
-    if u64::from(w) + u64::from(h) > 10_000 || large / small > 20 {
-        return Err(bad("PHOTO_INVALID_DIMENSIONS"));
-    }
-    Ok(info)
-}
-
-/// The media type the answer names: the part's own unless it is grammY's generic one, then the
-/// image type the bytes show.
-fn mime_type(u: &Upload) -> String {
-    match u.content_type.as_deref() {
-        Some(t) if t != "application/octet-stream" => t.to_string(),
-        _ => crate::image::inspect(&u.bytes)
-            .map_or("application/octet-stream", |i| i.kind.media_type())
-            .to_string(),
-    }
 }
 
 /// Which parameter points at each part (`attach://name`, or the part's own field name).
