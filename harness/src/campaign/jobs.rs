@@ -351,10 +351,20 @@ pub(super) fn job_loop<S: Sut>(
             finding.id = finding_id(op, violation.rule, &finding.signature, known_cause);
             finding.source = draws.source(first + case.index as u64);
             finding.triggers = vec![finding.signature.features.clone()];
+            // A divergence fails no run without `--strict` and no baseline lists it: it is
+            // listed as found (a real case, replayable) instead of costing a shrink of up to
+            // `SHRINK_TIME`. A hang is still confirmed: it may be a slow case.
+            let shrunk = violation.gate || campaign.strict || case.answer.is_hang();
+            if !shrunk {
+                finding.detail = format!(
+                    "{} (not shrunk: a divergence fails no run without --strict)",
+                    finding.detail
+                );
+            }
             slot.insert(finding);
             drop(findings);
             shared.progress.findings.fetch_add(1, Ordering::Relaxed);
-            if entry.is_some() {
+            if entry.is_some() || !shrunk {
                 continue;
             }
             // A shrinker that is gone (it failed) is reported when it is joined.

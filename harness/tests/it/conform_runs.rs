@@ -509,11 +509,11 @@ fn repro_replays_a_finding_nested_as_deep_as_generated() {
     );
 }
 
-/// Start-up is paid once per job: the shrinker's SUT starts only for a finding that is new
-/// (one its baseline does not know: here a divergence, which no baseline lists), never for the
-/// known ones, however many cases hit them.
+/// Start-up is paid once per job: findings the gate does not need shrunk start no shrinker
+/// SUT: the known ones, however many cases hit them, and divergences without `--strict` (listed
+/// as found). Under `--strict` a divergence fails the run, so it is shrunk.
 #[test]
-fn known_findings_start_no_shrinker_sut() {
+fn known_findings_and_divergences_start_no_shrinker_sut() {
     crate::on_job_stack(|| {
         let starts = AtomicUsize::new(0);
         let make = || {
@@ -546,14 +546,24 @@ fn known_findings_start_no_shrinker_sut() {
             .map(|f| f.hits)
             .sum();
         assert!(known_hits > 0);
-        // A new finding may start the shrinker's SUT (unless the job was done first and handed
-        // it its own); known ones never do.
-        let new = second.findings.iter().any(|f| !f.gate);
-        let started = starts.load(Ordering::SeqCst);
+        let divergences: Vec<_> = second.findings.iter().filter(|f| !f.gate).collect();
+        assert!(!divergences.is_empty(), "{:?}", second.findings);
         assert!(
-            started == 1 || (new && started == 2),
-            "{started} SUTs started; {known_hits} known hits; a new finding: {new}"
+            divergences.iter().all(|f| f.detail.contains("not shrunk")),
+            "{divergences:?}"
         );
+        assert_eq!(starts.load(Ordering::SeqCst), 1);
+        // Under --strict the divergences fail the run: shrunk, on the job's SUT or one of its own.
+        c.strict = true;
+        starts.store(0, Ordering::SeqCst);
+        let strict = run(&c, make, &Progress::default()).unwrap();
+        let divergences: Vec<_> = strict.findings.iter().filter(|f| !f.gate).collect();
+        assert!(!divergences.is_empty(), "{:?}", strict.findings);
+        assert!(
+            divergences.iter().all(|f| !f.detail.contains("not shrunk")),
+            "{divergences:?}"
+        );
+        assert!(starts.load(Ordering::SeqCst) <= 2);
     });
 }
 
