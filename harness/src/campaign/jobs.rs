@@ -353,8 +353,8 @@ pub(super) fn job_loop<S: Sut>(
             finding.triggers = vec![finding.signature.features.clone()];
             // A divergence fails no run without `--strict` and no baseline lists it: it is
             // listed as found (a real case, replayable) instead of costing a shrink of up to
-            // `SHRINK_TIME`. A hang is still confirmed: it may be a slow case.
-            let shrunk = violation.gate || campaign.strict || case.answer.is_hang();
+            // `SHRINK_TIME`. (A hang is a gate failure: still confirmed.)
+            let shrunk = violation.gate || campaign.strict;
             if !shrunk {
                 finding.detail = format!(
                     "{} (not shrunk: a divergence fails no run without --strict)",

@@ -38,8 +38,9 @@ pub fn markdown(rows: &[Row], date: &str, command: &str) -> String {
          cases/s is the whole campaign (generation, shim, reference, judges, \
          shrinking); steady, the rate over the batches during which no job was shrinking \
          (each new gate finding is shrunk once, one case at a time, for up to 10 s, which \
-         dominates a short campaign; known findings and divergences are not shrunk); harness CPU, the harness's share of the campaign's CPU \
-         (its own against the shim processes'); runtime coverage, the lines and branches of the \
+         dominates a short campaign; known findings and divergences are not shrunk); harness \
+         CPU, the harness's share of the campaign's CPU (its own against the shim processes'); \
+         runtime coverage, the lines and branches of the \
          functions its `runtime.toml` names (`coverage`) that the campaign reached, as its shim \
          reports them (the SUT protocol's coverage extension; none: the shim does not report \
          it).\n\n| runtime | cases | cases/s | steady cases/s | harness CPU | divergent | runtime \
