@@ -83,7 +83,7 @@ os.environ.pop("no_proxy", None)
 PROTOCOL = os.fdopen(os.dup(1), "w", encoding="utf-8")
 os.dup2(2, 1)
 
-from shim import Refused, Unparsable, serve, validate_call_tool_result  # noqa: E402
+from shim import Refused, Unparsable, leave, serve, validate_call_tool_result  # noqa: E402
 
 from astrbot.core.agent.hooks import BaseAgentRunHooks  # noqa: E402
 from astrbot.core.agent.mcp_client import MCPClient, MCPTool  # noqa: E402
@@ -253,6 +253,7 @@ def main():
     serve(name, {"coerce_tool_result": coerce_with(modalities)})
     # Now, not at interpreter exit: the harness kills a shim that takes long to exit.
     shutil.rmtree(ROOT, ignore_errors=True)
+    leave()
 
 
 main()

@@ -28,7 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from shim import Refused, serve, validate_call_tool_result  # noqa: E402
+from shim import Refused, leave, serve, validate_call_tool_result  # noqa: E402
 
 from langchain_mcp_adapters.tools import convert_mcp_tool_to_langchain_tool  # noqa: E402
 from mcp import types  # noqa: E402
@@ -73,3 +73,4 @@ async def coerce(value):
 
 
 serve("langchain-py langchain-mcp-adapters==0.3.2", {"coerce_tool_result": coerce})
+leave()

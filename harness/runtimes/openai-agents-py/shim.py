@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from shim import Refused, serve, validate_call_tool_result  # noqa: E402
+from shim import Refused, leave, serve, validate_call_tool_result  # noqa: E402
 
 from agents.mcp.util import MCPUtil  # noqa: E402
 from agents.run_context import RunContextWrapper  # noqa: E402
@@ -78,3 +78,4 @@ async def coerce(value):
 
 
 serve("openai-agents-py openai-agents==0.24.0", {"coerce_tool_result": coerce})
+leave()

@@ -30,7 +30,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from shim import serve, validate_call_tool_result  # noqa: E402
+from shim import leave, serve, validate_call_tool_result  # noqa: E402
 
 from fastmcp.client.client import CallToolResult  # noqa: E402
 from pydantic_ai import messages  # noqa: E402
@@ -82,3 +82,4 @@ async def coerce(value):
 
 
 serve("pydantic-ai pydantic-ai-slim==2.68.0", {"coerce_tool_result": coerce})
+leave()
