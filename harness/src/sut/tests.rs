@@ -653,3 +653,21 @@ fn shims_report_the_coverage_each_answer_reached() {
         assert!(sut.coverage().is_none(), "{script}");
     }
 }
+
+/// The shared Python shim loop exits as soon as stdin closes (`leave()` in
+/// `runtimes/lib/shim.py`): a runtime's slow interpreter teardown (here an exit handler that
+/// sleeps 3 s) costs the campaign nothing, where it would cost the whole `EXIT_GRACE`.
+#[test]
+fn the_shared_python_shim_loop_exits_without_its_teardown() {
+    let path = suts().join("leave.py").to_string_lossy().into_owned();
+    let argv = [require("python3"), "-B", path.as_str()].map(String::from);
+    let mut sut = ProcessSut::start_with(argv.to_vec(), options(20_000)).expect("starts");
+    assert_eq!(call(&mut sut, &["a"]), vec![echo("a")]);
+    let stopping = Instant::now();
+    drop(sut);
+    assert!(
+        stopping.elapsed() < EXIT_GRACE / 2,
+        "stopped in {:?}",
+        stopping.elapsed()
+    );
+}
