@@ -25,11 +25,11 @@ pub fn ci(root: &Path) -> Result<()> {
         return gate.finish();
     };
     // AstrBot's pip install takes about 110 s: it runs beside the build and the tests, and its
-    // e2e smoke joins it.
-    let install = {
+    // e2e smoke joins it. Without a Python its package accepts, neither runs.
+    let install = tools.python_missing.is_none().then(|| {
         let root = root.to_path_buf();
         std::thread::spawn(move || crate::e2e::install_unit(&root, UNIT_INSTALLED_SMOKE))
-    };
+    });
     // mdbook builds from crates.io once per machine (minutes on 2 cores): beside the gate's
     // build too, joined by the guide's step.
     let mdbook = std::thread::spawn(crate::provision::mdbook);
@@ -148,9 +148,11 @@ pub fn ci(root: &Path) -> Result<()> {
     // canary's upload among it) is judged too.
     // AstrBot through its Telegram platform: the seed scenarios, its known findings at the
     // model and the delivered layer, and the valid tool image kept from the user.
-    let installed = install
-        .join()
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("the install thread panicked")));
+    let installed = install.map(|install| {
+        install
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the install thread panicked")))
+    });
     // One fallback row (ai-sdk's, about 1 s a turn): the fallback judges (R3, P4) and S5 meet
     // there, the harness's swap of the prompt's image in the middle of the turn included.
     let smokes = [
@@ -160,34 +162,38 @@ pub fn ci(root: &Path) -> Result<()> {
         ("ai-sdk", "payload", "fallback", "2"),
     ];
     for (runtime, via, scenario, cases) in smokes {
-        gate.step(
-            &format!("e2e: {runtime} via {via} ({scenario}) against its baseline"),
-            || {
-                if runtime == UNIT_INSTALLED_SMOKE
-                    && let Err(e) = &installed
-                {
-                    bail!("cannot install {runtime}: {e:#}");
-                }
-                let report = reports.join(format!("e2e-{runtime}-{via}-{scenario}"));
-                let report = report.display().to_string();
-                let args = [
-                    "--cases",
-                    cases,
-                    "--jobs",
-                    "2",
-                    "--via",
-                    via,
-                    "--scenario",
-                    scenario,
-                    "--report",
-                    &report,
-                ];
-                match crate::e2e::e2e(root, &normfuzz, runtime, &args.map(String::from))? {
-                    0 => Ok((1, 0)),
-                    code => bail!("exit {code}; report in {report}"),
-                }
-            },
-        );
+        let name = format!("e2e: {runtime} via {via} ({scenario}) against its baseline");
+        if runtime == UNIT_INSTALLED_SMOKE
+            && let Some(why) = &tools.python_missing
+        {
+            gate.skip(&name, why);
+            continue;
+        }
+        gate.step(&name, || {
+            if runtime == UNIT_INSTALLED_SMOKE
+                && let Some(Err(e)) = &installed
+            {
+                bail!("cannot install {runtime}: {e:#}");
+            }
+            let report = reports.join(format!("e2e-{runtime}-{via}-{scenario}"));
+            let report = report.display().to_string();
+            let args = [
+                "--cases",
+                cases,
+                "--jobs",
+                "2",
+                "--via",
+                via,
+                "--scenario",
+                scenario,
+                "--report",
+                &report,
+            ];
+            match crate::e2e::e2e(root, &normfuzz, runtime, &args.map(String::from))? {
+                0 => Ok((1, 0)),
+                code => bail!("exit {code}; report in {report}"),
+            }
+        });
     }
     // The Action's metadata, this repository's workflows and the workflows `normfuzz init`
     // writes, against SchemaStore's schemas (as vendored by check-jsonschema): a typo in a key
@@ -213,12 +219,14 @@ pub fn ci(root: &Path) -> Result<()> {
     gate.finish()
 }
 
-/// The gate's tally: checks passed and failed, and each step's wall time for the closing table.
+/// The gate's tally: checks passed, failed and skipped, and each step's wall time and outcome
+/// (`ok`, `FAILED`, `SKIPPED`) for the closing table.
 #[derive(Default)]
 struct Gate {
     passed: u64,
     failed: u64,
-    steps: Vec<(String, Duration, bool)>,
+    skipped: u64,
+    steps: Vec<(String, Duration, &'static str)>,
 }
 
 impl Gate {
@@ -233,16 +241,30 @@ impl Gate {
         });
         self.passed += passed;
         self.failed += failed;
-        self.steps
-            .push((name.to_string(), start.elapsed(), failed == 0));
+        let mark = if failed == 0 { "ok" } else { "FAILED" };
+        self.steps.push((name.to_string(), start.elapsed(), mark));
         failed == 0
     }
 
-    /// Prints each step's wall time, then the closing `N passed, N failed` line; fails when a
-    /// check did.
+    /// Records a step this machine cannot run, and `why`, in the log, the table and the count.
+    fn skip(&mut self, name: &str, why: &str) {
+        eprintln!("==> {name}\n    skipped: {why}");
+        self.skipped += 1;
+        self.steps
+            .push((name.to_string(), Duration::ZERO, "SKIPPED"));
+    }
+
+    /// Prints each step's wall time, then the closing `N passed, N failed` line (`, N skipped`
+    /// after it when a step was); fails when a check did.
     fn finish(self) -> Result<()> {
         print!("{}", time_table(&self.steps));
-        println!("{} passed, {} failed", self.passed, self.failed);
+        match self.skipped {
+            0 => println!("{} passed, {} failed", self.passed, self.failed),
+            n => println!(
+                "{} passed, {} failed, {n} skipped",
+                self.passed, self.failed
+            ),
+        }
         if self.failed > 0 {
             bail!("{} checks failed", self.failed);
         }
@@ -251,14 +273,13 @@ impl Gate {
 }
 
 /// Each step's wall time and outcome, and the total, one line each.
-fn time_table(steps: &[(String, Duration, bool)]) -> String {
+fn time_table(steps: &[(String, Duration, &str)]) -> String {
     let mut out = String::from("step times (wall clock):\n");
-    for (name, took, ok) in steps {
-        let mark = if *ok { "ok" } else { "FAILED" };
-        out += &format!("  {:>6.1} s  {mark:<6}  {name}\n", took.as_secs_f64());
+    for (name, took, mark) in steps {
+        out += &format!("  {:>6.1} s  {mark:<7}  {name}\n", took.as_secs_f64());
     }
     let total: Duration = steps.iter().map(|(_, took, _)| *took).sum();
-    out += &format!("  {:>6.1} s          total\n", total.as_secs_f64());
+    out += &format!("  {:>6.1} s           total\n", total.as_secs_f64());
     out
 }
 
@@ -424,32 +445,39 @@ mod tests {
         assert!(gate.step("tests", || Ok((3, 0))));
         assert!(!gate.step("broken", || anyhow::bail!("no")));
         assert!(!gate.step("some tests fail", || Ok((2, 1))));
-        assert_eq!((gate.passed, gate.failed), (5, 2));
-        let outcomes: Vec<(&str, bool)> = gate
+        gate.skip("needs 3.12", "no Python >= 3.12");
+        assert_eq!((gate.passed, gate.failed, gate.skipped), (5, 2, 1));
+        let outcomes: Vec<(&str, &str)> = gate
             .steps
             .iter()
-            .map(|(n, _, ok)| (n.as_str(), *ok))
+            .map(|(n, _, mark)| (n.as_str(), *mark))
             .collect();
         assert_eq!(
             outcomes,
             [
-                ("tests", true),
-                ("broken", false),
-                ("some tests fail", false)
+                ("tests", "ok"),
+                ("broken", "FAILED"),
+                ("some tests fail", "FAILED"),
+                ("needs 3.12", "SKIPPED")
             ]
         );
         assert!(gate.finish().is_err());
         assert!(super::Gate::default().finish().is_ok());
+        // A skipped step is no failure.
+        let mut gate = super::Gate::default();
+        gate.skip("needs 3.12", "no Python >= 3.12");
+        assert!(gate.finish().is_ok());
     }
 
     #[test]
     fn the_time_table_gives_each_step_and_the_total() {
         let steps = [
-            ("provision".to_string(), Duration::from_millis(1500), true),
-            ("cargo test".to_string(), Duration::from_secs(300), false),
+            ("provision".to_string(), Duration::from_millis(1500), "ok"),
+            ("cargo test".to_string(), Duration::from_secs(300), "FAILED"),
+            ("e2e".to_string(), Duration::ZERO, "SKIPPED"),
         ];
-        let want = "step times (wall clock):\n     1.5 s  ok      provision\n   300.0 s  FAILED  \
-                    cargo test\n   301.5 s          total\n";
+        let want = "step times (wall clock):\n     1.5 s  ok       provision\n   300.0 s  FAILED   \
+                    cargo test\n     0.0 s  SKIPPED  e2e\n   301.5 s           total\n";
         assert_eq!(super::time_table(&steps), want);
     }
 

@@ -39,14 +39,16 @@ enum Task {
     /// The CI gate (README's test command): provisions what it needs beyond Rust (see
     /// `provision`), then the format check, clippy with warnings denied, the guide's build and
     /// link check, every test (cargo profile `ci`), the conform campaigns, the speed gate, the
-    /// mutant matrix, the fuzz smoke, the e2e smokes, the workflow schemas and the readline shim.
+    /// mutant matrix, the fuzz smoke, the e2e smokes (AstrBot's skipped, saying why, without a
+    /// Python 3.12+), the workflow schemas and the readline shim.
     ///
-    /// Ends with each step's wall time and a line `N passed, N failed` summing every check.
+    /// Ends with each step's wall time and a line `N passed, N failed` summing every check
+    /// (`, N skipped` after it when a step was).
     Ci,
     /// Install what `cargo xtask ci` needs beyond Rust, or say how: rustfmt and clippy (rustup),
     /// Node/npm and Chromium (apt-get, as root), check-jsonschema (PyPI) and mdbook (crates.io)
     /// cached per pinned version under `~/.cache/normfuzz/tools/` (`$NORMFUZZ_CACHE/tools/`),
-    /// and a Python new enough for the AstrBot smoke (looked for on PATH and under pyenv).
+    /// and whether a Python new enough for the AstrBot smoke (3.12+) is on PATH or under pyenv.
     Provision,
     /// Build the guide (`docs/`, mdBook) into `target/book/` and check every relative link and
     /// anchor of it, README.md and ARCHITECTURE.md (mdbook provisioned as for `ci`).

@@ -510,37 +510,15 @@ fn module_sizes(dir: &Path) -> Vec<(String, usize)> {
 /// The most code lines a module may hold.
 const MAX_CODE_LINES: usize = 500;
 
-/// Modules over the limit today, at most this big: an entry may only shrink and goes once its
-/// file is back under the limit.
-const OVERSIZED: &[(&str, usize)] = &[
-    ("harness/src/oracle/signature.rs", 771),
-    ("mock-providers/src/channels/telegram.rs", 724),
-];
-
-/// What breaks the size rule: a module over the limit that is not listed, or over its listed size,
-/// and a listed module that no longer needs its entry.
-fn size_problems(sizes: &[(String, usize)], oversized: &[(&str, usize)]) -> Vec<String> {
-    let mut problems = Vec::new();
-    for (file, lines) in sizes {
-        match oversized.iter().find(|(f, _)| f == file) {
-            Some((_, max)) if lines > max => problems.push(format!(
-                "{file}: {lines} code lines, listed at {max}: it may only shrink"
-            )),
-            Some(_) if *lines <= MAX_CODE_LINES => {
-                problems.push(format!("{file}: {lines} code lines: take it off OVERSIZED"))
-            }
-            None if *lines > MAX_CODE_LINES => problems.push(format!(
-                "{file}: {lines} code lines, over {MAX_CODE_LINES}: split it by what it holds"
-            )),
-            _ => {}
-        }
-    }
-    for (file, _) in oversized {
-        if !sizes.iter().any(|(f, _)| f == file) {
-            problems.push(format!("{file}: listed in OVERSIZED but gone"));
-        }
-    }
-    problems
+/// What breaks the size rule: each module over the limit.
+fn size_problems(sizes: &[(String, usize)]) -> Vec<String> {
+    sizes
+        .iter()
+        .filter(|(_, lines)| *lines > MAX_CODE_LINES)
+        .map(|(file, lines)| {
+            format!("{file}: {lines} code lines, over {MAX_CODE_LINES}: split it by what it holds")
+        })
+        .collect()
 }
 
 #[test]
@@ -554,7 +532,7 @@ fn no_module_is_over_the_size_limit() {
                 .map(|(f, n)| (format!("{dir}/{f}"), n)),
         );
     }
-    let problems = size_problems(&sizes, OVERSIZED);
+    let problems = size_problems(&sizes);
     assert!(problems.is_empty(), "{problems:#?}");
 }
 
@@ -571,17 +549,13 @@ fn the_size_check_catches_a_large_module() {
     let padding = "// a comment\n\n/* a block\n comment */\n#[cfg(test)]\nmod tests {\n    fn t() { let _ = '{'; }\n}\n";
     write(
         "lib.rs",
-        format!(
-            "mod big;\nmod fine;\nmod listed;\n#[cfg(test)]\nmod tests;\n{}",
-            code(3)
-        ),
+        format!("mod big;\nmod fine;\n#[cfg(test)]\nmod tests;\n{}", code(3)),
     );
     write("big.rs", code(MAX_CODE_LINES + 1));
     write(
         "fine.rs",
         format!("{padding}{}{padding}", code(MAX_CODE_LINES)),
     );
-    write("listed.rs", code(MAX_CODE_LINES + 20));
     write("tests.rs", code(MAX_CODE_LINES * 2));
     let sizes = module_sizes(dir.path());
     assert!(
@@ -589,18 +563,9 @@ fn the_size_check_catches_a_large_module() {
         "{sizes:?}"
     );
     assert!(!sizes.iter().any(|(f, _)| f == "tests.rs"), "{sizes:?}");
-    let problems = size_problems(&sizes, &[("listed.rs", MAX_CODE_LINES + 20)]);
+    let problems = size_problems(&sizes);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].starts_with("big.rs: 501"), "{problems:?}");
-    let grown = size_problems(
-        &sizes,
-        &[
-            ("listed.rs", MAX_CODE_LINES + 10),
-            ("big.rs", 600),
-            ("fine.rs", 600),
-        ],
-    );
-    assert_eq!(grown.len(), 2, "{grown:?}");
 }
 
 /// The import circles of the crate rooted at `root`, as paths relative to the root's folder.

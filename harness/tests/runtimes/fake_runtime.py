@@ -129,7 +129,15 @@ def turn(config, prompt):
         os.kill(os.getpid(), 9)
     sent = []
     while answer.get("tool_calls"):
-        messages.append(answer)
+        replayed = answer
+        if MODE == "good":
+            # OpenAI Chat refuses a replayed call whose name breaks ^[a-zA-Z0-9_-]+$: a name
+            # the model made up goes back sanitized.
+            replayed = json.loads(json.dumps(answer))
+            for call in replayed["tool_calls"]:
+                name = re.sub(r"[^a-zA-Z0-9_-]", "_", call["function"]["name"])[:64]
+                call["function"]["name"] = name or "_"
+        messages.append(replayed)
         follow = []
         for call in answer["tool_calls"]:
             name = call["function"]["name"]

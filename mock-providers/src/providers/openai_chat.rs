@@ -39,6 +39,12 @@ mod msg {
             "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
         )
     }
+    /// As observed (mcp-use/mcp-use#90).
+    pub fn name_pattern(param: &str) -> String {
+        format!(
+            "Invalid '{param}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."
+        )
+    }
     /// [INF] from memory.
     pub fn unknown_tool_call_id(id: &str) -> String {
         format!(
@@ -71,7 +77,34 @@ pub(crate) fn check(request: &Value) -> Checked {
         chat_message(i, m, &mut images)?;
     }
     chat_tool_pairing(messages)?;
+    history_tool_names(messages)?;
     check_images(Api::Chat, &images)
+}
+
+/// A tool call of an earlier assistant message must name its function as a tool definition
+/// may: `^[a-zA-Z0-9_-]+$` (observed: `Invalid 'messages[9].tool_calls[0].function.name':
+/// string does not match pattern. ...`, code `invalid_value`, mcp-use/mcp-use#90 and #94). A
+/// runtime that replays a name the model made up to a fallback on this API gets this 400.
+/// The documented 64-character limit is a tool definition's; a replayed name held to it was
+/// not observed, so length is not checked here.
+fn history_tool_names(messages: &[Value]) -> Checked {
+    for (i, m) in messages.iter().enumerate() {
+        let calls = m.get("tool_calls").and_then(Value::as_array);
+        for (j, call) in calls.into_iter().flatten().enumerate() {
+            let Some(name) = call.pointer("/function/name").and_then(Value::as_str) else {
+                continue;
+            };
+            let valid = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+            if !valid {
+                let param = format!("messages[{i}].tool_calls[{j}].function.name");
+                return Err(invalid_value(msg::name_pattern(&param), &param));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn chat_message<'a>(i: usize, m: &'a Value, images: &mut Vec<ImageRef<'a>>) -> Checked {

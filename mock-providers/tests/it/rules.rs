@@ -1320,3 +1320,30 @@ fn drift_case_file_is_current() {
         cases.len()
     );
 }
+
+#[test]
+fn chat_refuses_a_replayed_tool_call_whose_name_breaks_the_function_name_pattern() {
+    let history = |name: &str| {
+        json!({"model": "gpt-4o", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": [
+                {"id": "c0", "type": "function", "function": {"name": "get_attachment", "arguments": "{}"}},
+                {"id": "c1", "type": "function", "function": {"name": name, "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c0", "content": "r"},
+            {"role": "tool", "tool_call_id": "c1", "content": "r"}]})
+    };
+    for bad in ["../../escaped-x", "a b", "", "naïve"] {
+        let body = rejected(
+            &judge(OpenAiChat, &history(bad)),
+            400,
+            "Invalid 'messages[1].tool_calls[1].function.name': string does not match pattern. \
+             Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+        );
+        assert_eq!(body["error"]["code"], "invalid_value", "{bad:?}");
+        assert_eq!(
+            body["error"]["param"], "messages[1].tool_calls[1].function.name",
+            "{bad:?}"
+        );
+    }
+    accepted(&judge(OpenAiChat, &history("Get-attachment_2")));
+}

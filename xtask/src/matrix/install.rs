@@ -246,8 +246,8 @@ pub fn find_python(min: PythonVersion, path: Option<&OsStr>, pyenv: &Path) -> Re
         }
     }
     bail!(
-        "no Python >= {min} found ({}); install one, e.g. `pyenv install {min}` or \
-         `apt-get install python{min}-venv`, and put `python{min}` on PATH",
+        "no Python >= {min} found ({}); Debian 12's packages stop at 3.11 and no registry \
+         ships one: install one, e.g. `pyenv install {min}`, and put `python{min}` on PATH",
         tried.join("; ")
     )
 }
@@ -341,7 +341,7 @@ mod tests {
             &format!("{} is 3.11", bin.path().join("python3.13").display()),
             &format!("{} does not run", bin.path().join("python3.12").display()),
             "`pyenv install 3.12`",
-            "`apt-get install python3.12-venv`",
+            "Debian 12's packages stop at 3.11",
         ] {
             assert!(err.contains(says), "{says:?} not in {err}");
         }
