@@ -513,7 +513,7 @@ const MAX_CODE_LINES: usize = 500;
 /// Modules over the limit today, at most this big: an entry may only shrink and goes once its
 /// file is back under the limit.
 const OVERSIZED: &[(&str, usize)] = &[
-    ("harness/src/oracle/signature.rs", 771),
+    ("harness/src/oracle/signature.rs", 686),
     ("mock-providers/src/channels/telegram.rs", 724),
 ];
 
