@@ -62,6 +62,13 @@ class _CallAnswered:
             result = self._case_server.result
             answer = types.JSONRPCResponse.model_construct(jsonrpc="2.0", id=message.id, result=result)
             await self._to_client.send(SessionMessage(answer))
+        elif isinstance(message, types.JSONRPCRequest) and message.method == "server/discover":
+            # Answered as a legacy server answers it, so a client in `mode="auto"` falls back to
+            # the initialize handshake: on a 2026-07-28 session the SDK requires a `resultType`
+            # no case has.
+            error = types.ErrorData(code=-32601, message="Method not found")
+            answer = types.JSONRPCError(jsonrpc="2.0", id=message.id, error=error)
+            await self._to_client.send(SessionMessage(answer))
         else:
             await self._inner.send(item)
 
