@@ -9,6 +9,7 @@ shim's time.
 """
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -36,6 +37,17 @@ class Unparsable:
         self.reason = reason
 
 
+def wire_result(value):
+    """The case as a JSON-RPC result the MCP SDK's session reads, or `Refused` for one it never
+    hands on: a message its parser refuses, or a result that is not an object, is dropped and the
+    call never returns."""
+    if isinstance(value, Unparsable):
+        raise Refused(f"the MCP SDK's parser drops the message: {value.reason}")
+    if not isinstance(value, dict):
+        raise Refused("the MCP session drops a JSON-RPC result that is not an object")
+    return value
+
+
 def validate_call_tool_result(value):
     """`mcp.types.CallToolResult` from the wire JSON, as `ClientSession.call_tool` builds it.
 
@@ -44,10 +56,7 @@ def validate_call_tool_result(value):
     """
     from mcp import types
 
-    if isinstance(value, Unparsable):
-        raise Refused(f"the MCP SDK's parser drops the message: {value.reason}")
-    if not isinstance(value, dict):
-        raise Refused("the MCP session drops a JSON-RPC result that is not an object")
+    value = wire_result(value)
     try:
         return types.CallToolResult.model_validate(value)
     except Exception as err:  # pydantic.ValidationError, RecursionError
@@ -63,12 +72,15 @@ def leave() -> None:
     os._exit(0)
 
 
-def serve(name: str, handlers: dict) -> None:
+def serve(name: str, handlers: dict, connect=None) -> None:
     """Writes the handshake, then answers each request in order with `await handlers[op](input)`.
 
     An exception becomes an `error` answer: the runtime raised instead of answering. With
     NORMFUZZ_COVERAGE set the handshake offers the coverage extension and each answer carries
-    the coverage it added (shim_coverage.py).
+    the coverage it added (shim_coverage.py). `connect`, when given, is an async context manager
+    entered once before the first request and held while requests are answered (the runtime's
+    MCP client session, reused across cases): all requests run in its one task, as anyio's task
+    groups and cancel scopes require.
     """
     out = sys.stdout.buffer
     coverage = Coverage.from_env()
@@ -77,12 +89,31 @@ def serve(name: str, handlers: dict) -> None:
         handshake["coverage"] = coverage.offer()
     out.write(to_json(handshake) + b"\n")
     out.flush()
-    loop = asyncio.new_event_loop()
-    stdin = sys.stdin.buffer
-    while True:
-        line = stdin.readline()
-        if not line:
-            break
+
+    async def answer_all():
+        async with connect or contextlib.nullcontext():
+            for req in requests(sys.stdin.buffer):
+                try:
+                    answer = {"id": req["id"], "output": await handlers[req["op"]](req["input"])}
+                except Exception as err:
+                    answer = {"id": req["id"], "error": error_text(err)}
+                if coverage is not None and (found := coverage.take()) is not None:
+                    answer["coverage"] = found
+                try:
+                    line = to_json(answer)
+                except PydanticSerializationError:
+                    # What pydantic-core refuses (a lone surrogate in a runtime's text): escaped
+                    # by json.
+                    line = json.dumps(answer).encode()
+                out.write(line + b"\n")
+                out.flush()
+
+    asyncio.new_event_loop().run_until_complete(answer_all())
+
+
+def requests(stdin):
+    """The requests read from stdin, one a line, until it ends."""
+    while line := stdin.readline():
         if not line.strip():
             continue
         try:
@@ -92,7 +123,7 @@ def serve(name: str, handlers: dict) -> None:
             # (`JSONRPCMessage.model_validate_json` in mcp/client/stdio), which refuses nesting
             # deeper than its recursion limit: the message is dropped and the call never
             # returns. The request is read with the same parser; the shim hands the runtime
-            # what the SDK would (see `validate_call_tool_result`). Id and op come first.
+            # what the SDK would (see `wire_result`). Id and op come first.
             match = re.match(rb'\s*\{\s*"id"\s*:\s*(\d+)\s*,\s*"op"\s*:\s*"(\w+)"', line)
             if match is None or "recursion limit" not in str(err):
                 raise
@@ -101,17 +132,4 @@ def serve(name: str, handlers: dict) -> None:
                 "op": match.group(2).decode(),
                 "input": Unparsable(str(err)),
             }
-        try:
-            handler = handlers[req["op"]]
-            answer = {"id": req["id"], "output": loop.run_until_complete(handler(req["input"]))}
-        except Exception as err:
-            answer = {"id": req["id"], "error": error_text(err)}
-        if coverage is not None and (found := coverage.take()) is not None:
-            answer["coverage"] = found
-        try:
-            line = to_json(answer)
-        except PydanticSerializationError:
-            # What pydantic-core refuses (a lone surrogate in a runtime's text): escaped by json.
-            line = json.dumps(answer).encode()
-        out.write(line + b"\n")
-        out.flush()
+        yield req

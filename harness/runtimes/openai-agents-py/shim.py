@@ -3,9 +3,11 @@
 Code under test: `MCPUtil.invoke_mcp_tool` in agents/mcp/util.py, which calls the server's
 `call_tool` and turns the `CallToolResult` into the tool output the model gets (text items, image
 items as `data:<mimeType>;base64,<data>` URLs, any other block as its JSON in a text item; one
-item alone is sent as that item). The server is a stand-in whose `call_tool` returns the case
-validated by the MCP SDK as `ClientSession.call_tool` does (lib/shim.py) and uses the default
-`use_structured_content=False`. When `invoke_mcp_tool` raises (the SDK refused the result), the
+item alone is sent as that item). The server is an `_MCPServerWithClientSession` (what
+`MCPServerStdio` is, default options, so `use_structured_content=False`) whose own
+`call_tool` runs: its SDK `ClientSession` connects over memory streams to an in-process server
+whose `tools/call` answer is the case as sent (lib/shim_server.py), so the session parses and
+validates it as from a real server. When `invoke_mcp_tool` raises (the SDK refused the result), the
 `FunctionTool` it is wrapped in sends `default_tool_error_function`'s text (agents/tool.py) as the
 output; the shim answers that text as the one block, `isError: true`.
 
@@ -24,29 +26,35 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 
-from shim import Refused, leave, serve, validate_call_tool_result  # noqa: E402
+from shim import Refused, leave, serve  # noqa: E402
+from shim_server import CaseServer  # noqa: E402
 
+from agents.mcp.server import _MCPServerWithClientSession  # noqa: E402
 from agents.mcp.util import MCPUtil  # noqa: E402
 from agents.run_context import RunContextWrapper  # noqa: E402
 from agents.tool import default_tool_error_function  # noqa: E402
 from mcp import types  # noqa: E402
 
+CASES = CaseServer()
 
-class CaseServer:
-    """What `invoke_mcp_tool` reads of an `MCPServer`: its name, options and `call_tool`."""
+
+class CaseMCPServer(_MCPServerWithClientSession):
+    """An `MCPServer` whose client session is the SDK's own, connected to the case server, as
+    `MCPServerStdio` connects to a process (default options)."""
 
     name = "normfuzz"
-    use_structured_content = False
-    current = None
 
-    async def call_tool(self, tool_name, arguments, meta=None):
-        return validate_call_tool_result(self.current)
+    def __init__(self):
+        super().__init__(cache_tools_list=True, client_session_timeout_seconds=None)
+
+    def create_streams(self):
+        return CASES.client_streams()
 
 
 # The SDK logs every failed call; the log is not model input, and stderr is kept by the harness.
 logging.getLogger("openai.agents").setLevel(logging.CRITICAL)
 
-server = CaseServer()
+server = CaseMCPServer()
 tool = types.Tool(name="t", inputSchema={"type": "object"})
 context = RunContextWrapper(context=None)
 
@@ -65,8 +73,9 @@ def block(item):
 
 
 async def coerce(value):
-    server.current = value
     try:
+        # A result no session hands on fails the call like the time-out it waits for.
+        CASES.set_case(value)
         output = await MCPUtil.invoke_mcp_tool(server, tool, context, "{}")
     except Exception as err:
         text = default_tool_error_function(context, err)
@@ -77,5 +86,5 @@ async def coerce(value):
     return {"content": [block(dict(i)) for i in items], "isError": False}
 
 
-serve("openai-agents-py openai-agents==0.24.0", {"coerce_tool_result": coerce})
+serve("openai-agents-py openai-agents==0.24.0", {"coerce_tool_result": coerce}, connect=server)
 leave()

@@ -6,6 +6,8 @@
 //! test in `harness/tests/it` fails on a forbidden import. The reference's answer reaches a
 //! judge only as data, to find where the SUT is more permissive and to classify differences.
 
+#[cfg(feature = "runner")]
+mod block_features;
 pub mod directive;
 pub mod image;
 pub mod judge;

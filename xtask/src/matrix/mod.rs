@@ -676,6 +676,61 @@ mod tests {
         }
     }
 
+    /// pydantic-ai's shim runs the runtime's MCP client for real (lib/shim_server.py): the case
+    /// reaches `MCPToolset._call_tool_checked`, and the SDK session's own validation refuses a
+    /// structuredContent that is not an object, which `mcp.types.CallToolResult` alone accepts.
+    #[test]
+    fn pydantic_ai_shim_calls_the_mcp_session() {
+        use std::io::{BufRead, BufReader, Write};
+        let runtimes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
+        let (dir, runtime) = load_all(&runtimes, &["pydantic-ai".into()])
+            .unwrap()
+            .remove(0);
+        let installed = install::cache_root()
+            .join("runtimes")
+            .join(format!("unit-{}-{}", runtime.name, runtime.version));
+        if !installed.join(".normfuzz-installed.json").is_file() {
+            eprintln!("{}: not cached, skipped", runtime.label());
+            return;
+        }
+        let mut child = Command::new(installed.join("venv/bin/python"))
+            .arg(dir.join("shim.py"))
+            .env(
+                "NORMFUZZ_COVERAGE",
+                "pydantic_ai/mcp.py:MCPToolset._call_tool_checked",
+            )
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(
+                concat!(
+                    r#"{"id":1,"op":"coerce_tool_result","input":{"content":[{"type":"text","text":"a"}]}}"#,
+                    "\n",
+                    r#"{"id":2,"op":"coerce_tool_result","input":{"content":[],"structuredContent":""}}"#,
+                    "\n",
+                )
+                .as_bytes(),
+            )
+            .unwrap();
+        drop(stdin);
+        let lines: Vec<serde_json::Value> = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        assert!(child.wait().unwrap().success());
+        assert_eq!(lines[1]["output"]["content"][0]["text"], "a", "{lines:?}");
+        assert!(
+            lines[1]["coverage"]["0"]["lines"]
+                .as_array()
+                .is_some_and(|l| !l.is_empty())
+        );
+        let refused = lines[2]["error"].as_str().unwrap_or_default();
+        assert!(refused.contains("structuredContent"), "{lines:?}");
+    }
+
     /// Every runtime file in the repository parses, names its folder, pins each package and has
     /// its baseline next to it.
     #[test]

@@ -8,8 +8,8 @@ use serde_json::Value;
 
 use super::action::{Concerned, content};
 use crate::oracle::directive::{self, may_be_directive};
-use crate::oracle::image::is_valid_input_image;
-use crate::oracle::judge::{is_blank, str_field};
+use crate::oracle::block_features::{block_features, json_type, refused_whole_features};
+use crate::oracle::judge::str_field;
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
 
@@ -124,10 +124,7 @@ fn tool_result_features(input: &Value, concerned: &Concerned, found: &mut BTreeS
             found.insert(key.into());
         }
     }
-    // A client may refuse a schema-invalid result whole, whichever block breaks it.
-    if !crate::oracle::mcp_schema::is_valid(input) {
-        found.insert("schema-invalid".into());
-    }
+    refused_whole_features(input, found);
     for (i, block) in content(input).into_iter().enumerate() {
         if let Concerned::Blocks(blocks) = concerned
             && !blocks.contains(&i)
@@ -135,97 +132,6 @@ fn tool_result_features(input: &Value, concerned: &Concerned, found: &mut BTreeS
             continue;
         }
         block_features(block, found);
-    }
-}
-
-fn block_features(block: &Value, found: &mut BTreeSet<String>) {
-    let Some(fields) = block.as_object() else {
-        found.insert(format!("block:{}", json_type(block)));
-        return;
-    };
-    if fields.contains_key("annotations") {
-        found.insert("annotations".into());
-    }
-    if fields.contains_key("_meta") {
-        found.insert("block-meta".into());
-    }
-    let kind = match str_field(block, "type") {
-        Some("text") => match block.get("text") {
-            Some(Value::String(t)) if is_blank(t) => "text-blank",
-            Some(Value::String(t)) => {
-                if t.lines().any(may_be_directive) {
-                    found.insert("text:directive".into());
-                }
-                if serde_json::from_str::<Value>(t).is_ok_and(|v| v.is_object() || v.is_array()) {
-                    found.insert("text:json".into());
-                }
-                "text"
-            }
-            _ => "text-malformed",
-        },
-        Some("image") if is_valid_input_image(block) => {
-            mime_feature(str_field(block, "mimeType"), found);
-            if crate::oracle::image::s2_problem(block).is_some() {
-                found.insert("image:bytes-not-declared-type".into());
-            }
-            "image"
-        }
-        // An invalid image is invalid whatever type it names.
-        Some("image") => "image-invalid",
-        Some("audio") => {
-            mime_feature(str_field(block, "mimeType"), found);
-            "audio"
-        }
-        Some("resource_link") => {
-            mime_feature(str_field(block, "mimeType"), found);
-            if str_field(block, "title").is_some_and(|t| !is_blank(t)) {
-                found.insert("link:title".into());
-            }
-            "resource_link"
-        }
-        Some("resource") => {
-            let resource = block.get("resource").unwrap_or(&Value::Null);
-            mime_feature(str_field(resource, "mimeType"), found);
-            match (resource.get("text"), resource.get("blob")) {
-                (Some(Value::String(_)), _) => "resource-text",
-                (_, Some(Value::String(_))) => "resource-blob",
-                _ => "resource-malformed",
-            }
-        }
-        Some(_) => "unknown",
-        None => "untyped",
-    };
-    found.insert(format!("block:{kind}"));
-}
-
-/// A media type's class where a cause can hang on it: an image type the providers accept or
-/// another; a resource's textual type (C5 keeps a textual blob's text). Other families are
-/// incidental, and no media type is the plain form.
-fn mime_feature(mime: Option<&str>, found: &mut BTreeSet<String>) {
-    let Some(mime) = mime.map(str::to_ascii_lowercase).filter(|m| !m.is_empty()) else {
-        return;
-    };
-    let class = match mime.as_str() {
-        "image/png" | "image/jpeg" | "image/webp" | "image/gif" => "image",
-        m if m.starts_with("image/") => "image/other",
-        m if m.starts_with("text/")
-            || ["json", "xml", "yaml", "csv"].iter().any(|t| m.contains(t)) =>
-        {
-            "textual"
-        }
-        _ => return,
-    };
-    found.insert(format!("mime:{class}"));
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 
