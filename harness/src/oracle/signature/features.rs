@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::action::{Concerned, content};
-use crate::oracle::directive::{self, may_be_directive};
 use crate::oracle::block_features::{block_features, json_type, refused_whole_features};
+use crate::oracle::directive::{self, may_be_directive};
 use crate::oracle::judge::str_field;
 use crate::protocol::{Answer, Op};
 use crate::rule::Rule;
