@@ -124,6 +124,13 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
             adapter.name
         );
     }
+    if args.scenario == Scenario::Vision && adapter.vision.is_none() {
+        bail!(
+            "--scenario vision: adapter {} has no [vision] section (how to run {}'s browser screenshot with a vision model)",
+            args.adapter.display(),
+            adapter.name
+        );
+    }
     // The runtime's profile, read once: S5 judges each turn against its folders.
     let profile = crate::campaign::impact::Profile::beside(&adapter.dir)?;
     let isolation = Isolation::probe(&args.isolation)?;
