@@ -33,8 +33,10 @@ pub struct E2eArgs {
     /// Number of cases: the seed scenarios first, then generated ones.
     #[arg(long, default_value_t = 10)]
     pub cases: usize,
-    /// Which cases: `tool-result` (one tool round trip) or `fallback` (the primary model fails
-    /// and the runtime moves to its fallback: the adapter's `[fallback]`).
+    /// Which cases: `tool-result` (one tool round trip), `fallback` (the primary model fails
+    /// and the runtime moves to its fallback: the adapter's `[fallback]`) or `vision` (a browser
+    /// screenshot of a hostile loopback page, described by a vision model: the adapter's
+    /// `[vision]`).
     #[arg(long, value_enum, default_value = "tool-result")]
     pub scenario: Scenario,
     /// Run only this case id (repeatable); ids are stable for a given --seed.
