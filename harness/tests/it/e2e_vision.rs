@@ -1,8 +1,9 @@
 //! `normfuzz e2e --scenario vision` against a stand-in runtime (tests/runtimes/fake_vision.py):
 //! the loopback page, the agent and vision models' queues, the judge. One that neutralizes the
-//! vision text and downscales the screenshot passes; one that forwards the vision text as it came
-//! is caught under S1, one that sends the full-size screenshot under S2. The real one is
-//! openclaw's `[vision]` (`cargo xtask e2e --runtime openclaw --scenario vision`).
+//! vision text and downscales the screenshot passes; one that forwards the vision text as it came,
+//! or neutralizes it on "\n" only, is caught under S1, one that sends the full-size screenshot
+//! under S2. The real one is openclaw's `[vision]` (`cargo xtask e2e --runtime openclaw
+//! --scenario vision`).
 
 use super::e2e_fake::{found, has, run_e2e, stand_in};
 
@@ -20,18 +21,22 @@ fn a_runtime_forwarding_vision_text_or_an_oversized_screenshot_is_caught() {
     assert_eq!(found(&good), [], "{good:#}");
     assert_eq!((code, good["cases"].as_array().unwrap().len()), (0, 4));
 
-    let (code, raw) = run("raw");
-    assert_eq!(code, 1);
-    let raw = found(&raw);
-    for case in [
-        "vision-describes-directives",
-        "vision-fails-400",
-        "vision-fails-500",
-    ] {
-        assert!(
-            has(&raw, case, "S1", "model"),
-            "{case} S1 missing from {raw:?}"
-        );
+    // Raw, or neutralized on "\n" only as openclaw does: the lines after a CR, U+2028, U+2029
+    // or NEL stay live.
+    for mode in ["raw", "lf-only"] {
+        let (code, index) = run(mode);
+        assert_eq!(code, 1, "{mode}");
+        let found = found(&index);
+        for case in [
+            "vision-describes-directives",
+            "vision-fails-400",
+            "vision-fails-500",
+        ] {
+            assert!(
+                has(&found, case, "S1", "model"),
+                "{mode}: {case} S1 missing from {found:?}"
+            );
+        }
     }
 
     let (code, oversized) = run("oversized");

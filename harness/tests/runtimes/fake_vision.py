@@ -4,8 +4,10 @@ browser calls open the harness's loopback page and "screenshot" it (a 1900 x 900
 size), the vision model (OpenAI Chat, model from the config) describes it, and the result goes back
 to the agent model. FAKE_MODE=good neutralizes every MEDIA: in the vision text (description or
 error) and, without a description, sends a downscaled screenshot (a note for a text-only model);
-FAKE_MODE=raw forwards the vision text as it came (S1); FAKE_MODE=oversized sends the full-size
-screenshot when the vision model fails (S2).
+FAKE_MODE=raw forwards the vision text as it came (S1); FAKE_MODE=lf-only neutralizes as openclaw
+2026.9.6's neutralizeMediaDirectives does, line by line on "\n" only (S1 on the lines after a CR,
+U+2028, U+2029 or NEL); FAKE_MODE=oversized sends the full-size screenshot when the vision model
+fails (S2).
 """
 import base64, json, os, re, struct, sys, urllib.error, urllib.request, zlib
 
@@ -54,7 +56,11 @@ def main():
             else:
                 shot = png(1900, 9000)
                 text, ok = describe(config, shot) if "visionModel" in config else ("", False)
-                if MODE != "raw":
+                if MODE == "lf-only":
+                    # JavaScript's trimStart() also drops a BOM, which Python's \s does not match.
+                    text = "\n".join(re.sub(r"^([\s\ufeff]*)(media:)", r"\1[neutralized] \2", line, flags=re.I)
+                                     for line in text.split("\n"))
+                elif MODE != "raw":
                     text = re.sub(r"(?i)media:", "[neutralized] media:", text)
                 content = f"[screenshot: {text}]"
                 if not ok:
