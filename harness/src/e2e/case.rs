@@ -32,7 +32,7 @@ pub struct E2eCase {
     /// A screenshot-vision case (seed 000): the runtime's browser screenshots the mock page and
     /// its vision model describes it, fails, or is absent; `result` and `calls` are unused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub vision: Option<super::vision::Vision>,
+    pub vision: Option<Vision>,
 }
 
 impl E2eCase {
@@ -220,4 +220,22 @@ pub fn fallback_results(fallback: &Fallback) -> Vec<Value> {
             json!({ "content": content })
         })
         .collect()
+}
+
+/// What the vision model does with the screenshot (the vision scenario, `vision.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Answers a description that repeats the page's directives.
+    Describes,
+    /// Fails with the mock API's own error (`mock_providers::script::FailureKind`: `image`
+    /// 400, `server_error` 500), its message holding the directives.
+    Fails { error: String },
+    /// No vision model is configured and the agent model takes no images.
+    Absent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vision {
+    pub outcome: Outcome,
 }

@@ -283,7 +283,7 @@ pub fn run(dir: &Path) -> Result<()> {
             "vision_model_id",
             json!(super::vision::VISION_MODEL).to_string(),
         )]);
-        let present = v.outcome != super::vision::Outcome::Absent;
+        let present = v.outcome != super::case::Outcome::Absent;
         let fragment = |f: &String| {
             if present {
                 expand(f, &id)

@@ -8,7 +8,8 @@
 use serde_json::{Value, json};
 
 use super::{E2eFinding, ModelView, model, model_view};
-use crate::e2e::vision::{DESCRIPTION_MARKER, Outcome, VISION_MODEL, Vision};
+use crate::e2e::case::{Outcome, Vision};
+use crate::e2e::vision::{DESCRIPTION_MARKER, VISION_MODEL};
 use crate::excerpt::bounded;
 use crate::oracle::directive::directive_lines;
 use crate::oracle::image::s2_problem;
