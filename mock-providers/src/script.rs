@@ -19,7 +19,7 @@
 //!   "rate_limit", "times": 2}, {"text": "ok"}]` fails twice, then answers, so an SDK's own retries
 //!   show in the capture. KIND: `rate_limit` (429), `server_error` (500), `overloaded` (503;
 //!   Anthropic 529), `image` and `format` (400). `retry_after` (seconds, default 1) feeds the
-//!   retry headers. The envelopes per API are in `providers/*` (`fn failure`).
+//!   retry headers; `message` replaces the envelope's error message. The envelopes per API are in `providers/*` (`fn failure`).
 //!
 //! `providers` gives an API, or one model of it, a queue of its own (`[step, ...]` or `{"turns",
 //! "after"}`), keyed `"anthropic"` or `"anthropic/claude-x"` (the API names of
@@ -289,13 +289,16 @@ impl FailureKind {
 }
 
 /// A scripted failure: the API's own error answer, `times` requests in a row.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
     pub kind: FailureKind,
     /// How many requests in a row get it (at least 1).
     pub times: u32,
     /// Seconds a client is told to wait (`retry-after`, Gemini's `RetryInfo`, ...).
     pub retry_after: u32,
+    /// The error message in place of the catalogue's, in the same envelope: what a runtime
+    /// passes on from a provider's error (a vision model's failure text, issue 35).
+    pub message: Option<String>,
 }
 
 /// An hour: more than any test waits, and what SDKs cap `retry-after` well below.
@@ -307,6 +310,7 @@ impl Failure {
             kind,
             times: 1,
             retry_after: 1,
+            message: None,
         }
     }
 
@@ -332,9 +336,14 @@ impl Failure {
                     format!("`retry_after` must be an integer of seconds, 0 to {MAX_RETRY_AFTER}")
                 })?;
         }
+        if let Some(m) = obj.get("message") {
+            failure.message = Some(m.as_str().context("`message` must be a string")?.into());
+        }
         for key in obj.keys() {
-            if !matches!(key.as_str(), "error" | "times" | "retry_after") {
-                bail!("unknown field `{key}` in an error step (fields: error, times, retry_after)");
+            if !matches!(key.as_str(), "error" | "times" | "retry_after" | "message") {
+                bail!(
+                    "unknown field `{key}` in an error step (fields: error, times, retry_after, message)"
+                );
             }
         }
         Ok(failure)
@@ -635,7 +644,8 @@ mod tests {
                 Step::Fail(Failure {
                     kind: FailureKind::RateLimit,
                     times: 3,
-                    retry_after: 2
+                    retry_after: 2,
+                    message: None,
                 })
             );
         }

@@ -338,14 +338,14 @@ impl State {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .next(provider, model.as_deref());
-            let turn = match served.step {
-                Step::Answer(turn) => turn,
+            let turn = match &served.step {
+                Step::Answer(turn) => turn.clone(),
                 Step::Fail(failure) => {
-                    return self.fail(provider, request, &served, &failure, model.as_deref(), None);
+                    return self.fail(provider, request, &served, failure, model.as_deref(), None);
                 }
-                Step::MidStream { ref turn, failure } => {
-                    let cut = mid_stream(provider, turn, &failure, request, model.as_deref());
-                    return self.fail(provider, request, &served, &failure, model.as_deref(), cut);
+                Step::MidStream { turn, failure } => {
+                    let cut = mid_stream(provider, turn, failure, request, model.as_deref());
+                    return self.fail(provider, request, &served, failure, model.as_deref(), cut);
                 }
             };
             let kind = match turn {

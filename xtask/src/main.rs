@@ -79,7 +79,7 @@ enum Task {
         #[arg(long)]
         runtime: String,
         /// Further `normfuzz e2e` arguments: --cases N, --jobs N, --report DIR, --case ID, --seed S,
-        /// --via channel, --scenario fallback.
+        /// --via channel, --scenario fallback, --scenario vision.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -87,7 +87,8 @@ enum Task {
     /// version (cached), run `normfuzz conform` against its protocol shim (unit level) and, when
     /// it has an `e2e.toml`, `normfuzz e2e` with as many cases (end-to-end level, about a second
     /// a turn), and when that has a `[fallback]`, `normfuzz e2e --scenario fallback` (at most its
-    /// six seeds: a turn retries for up to minutes first); judge the findings against the
+    /// six seeds: a turn retries for up to minutes first), and when it has a `[vision]`,
+    /// `normfuzz e2e --scenario vision` (at most its four seeds); judge the findings against the
     /// baselines; writes `reports/matrix/matrix.md` and `matrix.json`.
     ///
     /// Fails when a runtime has a finding its baseline does not list, or cannot be run.

@@ -49,6 +49,9 @@ pub struct Adapter {
     /// name (`hostile.rs`); without it they call a tool the runtime does not offer.
     #[serde(default)]
     pub send_tool: Option<SendTool>,
+    /// How to run a screenshot-vision turn (`e2e --scenario vision`).
+    #[serde(default)]
+    pub vision: Option<VisionConfig>,
     /// The adapter file's folder (set on load).
     #[serde(skip)]
     pub dir: PathBuf,
@@ -169,6 +172,34 @@ pub struct SendTool {
     pub name: String,
     pub path: String,
     pub url: String,
+}
+
+/// The screenshot-vision scenario (`e2e/vision.rs`): its own command, environment (placeholders
+/// as in `run`) and config template, which gets `${vision_entry}` and `${vision_model}`, the
+/// expanded `model_entry` and `image_model` fragments (empty in a case without a vision model;
+/// `${vision_model_id}` inside them is the model id as a JSON string); the agent model's
+/// calls, `arguments` a JSON template where `${page_url}` is the mock page's URL (a JSON string).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VisionConfig {
+    /// Replaces the adapter's `prompt`.
+    pub prompt: String,
+    pub command: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    pub template: String,
+    pub model_entry: String,
+    pub image_model: String,
+    pub calls: Vec<VisionCall>,
+    #[serde(default)]
+    pub turn_timeout: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VisionCall {
+    pub name: String,
+    pub arguments: String,
 }
 
 /// The model id of the same-provider fallback (the primary's is `${model}`).
@@ -328,8 +359,9 @@ impl Adapter {
 
     /// Seconds one turn of `case` may take.
     pub fn turn_timeout_for(&self, case: &super::case::E2eCase) -> u64 {
-        match (&case.fallback, &self.fallback) {
-            (Some(_), Some(f)) => f.turn_timeout.unwrap_or(self.turn_timeout),
+        match (&case.fallback, &self.fallback, &case.vision, &self.vision) {
+            (Some(_), Some(f), _, _) => f.turn_timeout.unwrap_or(self.turn_timeout),
+            (_, _, Some(_), Some(v)) => v.turn_timeout.unwrap_or(self.turn_timeout),
             _ => self.turn_timeout,
         }
     }

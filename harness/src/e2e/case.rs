@@ -29,6 +29,10 @@ pub struct E2eCase {
     /// one plain call of the MCP tool ([`Call::plain`]), so such cases serialize as before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<Call>,
+    /// A screenshot-vision case (seed 000): the runtime's browser screenshots the mock page and
+    /// its vision model describes it, fails, or is absent; `result` and `calls` are unused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vision: Option<Vision>,
 }
 
 impl E2eCase {
@@ -61,6 +65,8 @@ pub enum Scenario {
     ToolResult,
     /// A model fallback (the adapter's `[fallback]`): images and tool runs across it.
     Fallback,
+    /// A browser screenshot described by a vision model (the adapter's `[vision]`, seed 000).
+    Vision,
 }
 
 impl Scenario {
@@ -68,6 +74,7 @@ impl Scenario {
         match self {
             Scenario::ToolResult => "tool-result",
             Scenario::Fallback => "fallback",
+            Scenario::Vision => "vision",
         }
     }
 }
@@ -213,4 +220,22 @@ pub fn fallback_results(fallback: &Fallback) -> Vec<Value> {
             json!({ "content": content })
         })
         .collect()
+}
+
+/// What the vision model does with the screenshot (the vision scenario, `vision.rs`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// Answers a description that repeats the page's directives.
+    Describes,
+    /// Fails with the mock API's own error (`mock_providers::script::FailureKind`: `image`
+    /// 400, `server_error` 500), its message holding the directives.
+    Fails { error: String },
+    /// No vision model is configured and the agent model takes no images.
+    Absent,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vision {
+    pub outcome: Outcome,
 }

@@ -48,6 +48,7 @@ fn case(
         reply: reply.iter().map(|s| s.to_string()).collect(),
         fallback: None,
         calls: Vec::new(),
+        vision: None,
     }
 }
 
@@ -304,6 +305,7 @@ pub fn plan_for(scenario: Scenario, count: usize, seed: u64) -> Vec<E2eCase> {
     match scenario {
         Scenario::ToolResult => plan(count, seed),
         Scenario::Fallback => plan_fallback(count, seed),
+        Scenario::Vision => super::vision::seeds().into_iter().take(count).collect(),
     }
 }
 
@@ -312,6 +314,7 @@ pub fn seeds_for(scenario: Scenario) -> Vec<E2eCase> {
     match scenario {
         Scenario::ToolResult => seeds(),
         Scenario::Fallback => fallback_seeds(),
+        Scenario::Vision => super::vision::seeds(),
     }
 }
 
@@ -348,6 +351,7 @@ pub fn plan(count: usize, seed: u64) -> Vec<E2eCase> {
             reply: split(&text, pieces),
             fallback: None,
             calls: Vec::new(),
+            vision: None,
         };
         cases.push(case.with_calls(calls));
         n += 1;

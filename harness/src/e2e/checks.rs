@@ -14,6 +14,7 @@ pub mod failed_tool_names;
 pub mod fallback;
 pub mod hostile;
 mod view;
+pub mod vision;
 pub mod writes;
 
 use std::collections::HashSet;

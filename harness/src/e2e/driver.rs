@@ -33,8 +33,10 @@ pub struct E2eArgs {
     /// Number of cases: the seed scenarios first, then generated ones.
     #[arg(long, default_value_t = 10)]
     pub cases: usize,
-    /// Which cases: `tool-result` (one tool round trip) or `fallback` (the primary model fails
-    /// and the runtime moves to its fallback: the adapter's `[fallback]`).
+    /// Which cases: `tool-result` (one tool round trip), `fallback` (the primary model fails
+    /// and the runtime moves to its fallback: the adapter's `[fallback]`) or `vision` (a browser
+    /// screenshot of a hostile loopback page, described by a vision model: the adapter's
+    /// `[vision]`).
     #[arg(long, value_enum, default_value = "tool-result")]
     pub scenario: Scenario,
     /// Run only this case id (repeatable); ids are stable for a given --seed.
@@ -120,6 +122,13 @@ pub fn run(args: E2eArgs) -> Result<ExitCode> {
     if args.scenario == Scenario::Fallback && adapter.fallback.is_none() {
         bail!(
             "--scenario fallback: adapter {} has no [fallback] section (how to configure {}'s model fallback)",
+            args.adapter.display(),
+            adapter.name
+        );
+    }
+    if args.scenario == Scenario::Vision && adapter.vision.is_none() {
+        bail!(
+            "--scenario vision: adapter {} has no [vision] section (how to run {}'s browser screenshot with a vision model)",
             args.adapter.display(),
             adapter.name
         );

@@ -18,6 +18,7 @@ fn fallback_case(id: &str, about: &str, fallback: Fallback) -> E2eCase {
         reply: vec!["Done: the fallback model answered.".into()],
         fallback: Some(fallback),
         calls: Vec::new(),
+        vision: None,
     }
 }
 

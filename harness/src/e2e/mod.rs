@@ -16,4 +16,5 @@ pub mod install;
 pub mod marker;
 pub mod one_turn;
 pub mod plant;
+pub mod vision;
 pub mod writes;

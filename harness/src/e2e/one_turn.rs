@@ -162,8 +162,10 @@ pub fn run(dir: &Path) -> Result<()> {
     let mock_base = mocks.uri();
     // The case's URLs name the mocks' canary route: the script is made once their port is known.
     let port = mocks.address().port();
-    let script = match (&pairing, &case.fallback) {
-        (Some(p), Some(fb)) => p.script(&adapter, case, fb, port)?,
+    let vision = case.vision.as_ref().zip(adapter.vision.as_ref());
+    let script = match (&pairing, &case.fallback, &case.vision) {
+        (Some(p), Some(fb), _) => p.script(&adapter, case, fb, port)?,
+        (_, _, Some(v)) => super::vision::script(&adapter, case, v, &super::vision::serve_page()?)?,
         _ => hostile::script(&adapter, case, port)?,
     };
     mocks.set_script(mock_providers::Script::from_json(&script)?);
@@ -213,7 +215,7 @@ pub fn run(dir: &Path) -> Result<()> {
             p,
             &BTreeMap::from([("image_path", image_path.display().to_string())]),
         )?,
-        None => adapter.prompt.clone(),
+        None => vision.map_or(&adapter.prompt, |(_, v)| &v.prompt).clone(),
     };
     let vars: BTreeMap<&str, String> = BTreeMap::from([
         ("cache", spec.cache.display().to_string()),
@@ -276,6 +278,22 @@ pub fn run(dir: &Path) -> Result<()> {
         ),
         ("channel", channel_config),
     ]);
+    if let Some((v, config)) = vision {
+        let id = BTreeMap::from([(
+            "vision_model_id",
+            json!(super::vision::VISION_MODEL).to_string(),
+        )]);
+        let present = v.outcome != super::case::Outcome::Absent;
+        let fragment = |f: &String| {
+            if present {
+                expand(f, &id)
+            } else {
+                Ok(String::new())
+            }
+        };
+        json_vars.insert("vision_entry", fragment(&config.model_entry)?);
+        json_vars.insert("vision_model", fragment(&config.image_model)?);
+    }
     json_vars.extend(fallback::template_vars(
         fallback_base_url,
         case.fallback.as_ref(),
@@ -289,7 +307,7 @@ pub fn run(dir: &Path) -> Result<()> {
                 .flatten();
             same.or(f.template.as_ref())
         }
-        _ => None,
+        _ => vision.map(|(_, config)| &config.template),
     };
     write_atomic(
         &config_path,
@@ -312,7 +330,12 @@ pub fn run(dir: &Path) -> Result<()> {
         }
     }
 
-    let command = expand_all(channel.map_or(&adapter.run.command, |c| &c.command), &vars)?;
+    let command = match (channel, vision) {
+        (Some(c), _) => &c.command,
+        (None, Some((_, v))) => &v.command,
+        (None, None) => &adapter.run.command,
+    };
+    let command = expand_all(command, &vars)?;
     let (program, args) = command.split_first().context("empty run.command")?;
     // S5: writes outside the case folder land in an overlay (a mount namespace is needed),
     // those inside it are found by comparison; the capture files the turn writes are not.
@@ -364,7 +387,8 @@ pub fn run(dir: &Path) -> Result<()> {
             cmd.env(key, expand(value, &vars)?);
         }
     }
-    for (key, value) in channel.map(|c| &c.env).into_iter().flatten() {
+    let extra_env = channel.map(|c| &c.env).or(vision.map(|(_, v)| &v.env));
+    for (key, value) in extra_env.into_iter().flatten() {
         cmd.env(key, expand(value, &vars)?);
     }
     let snapshot = writes::Snapshot::take(dir, skip);

@@ -220,6 +220,7 @@ mod tests {
             reply: reply.iter().map(|s| s.to_string()).collect(),
             fallback: None,
             calls: Vec::new(),
+            vision: None,
         }
     }
 

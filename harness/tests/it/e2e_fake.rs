@@ -13,7 +13,7 @@ fn adapter(dir: &Path, mode: &str) -> PathBuf {
 }
 
 /// The stand-in `toml` (tests/runtimes/) and its `script` in `dir`, with `FAKE_MODE` = `mode`.
-fn stand_in(dir: &Path, toml: &str, script: &str, mode: &str) -> PathBuf {
+pub(super) fn stand_in(dir: &Path, toml: &str, script: &str, mode: &str) -> PathBuf {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/runtimes");
     let text = std::fs::read_to_string(src.join(toml))
         .unwrap()
@@ -59,7 +59,7 @@ fn e2e_via(dir: &Path, mode: &str, baseline: Option<&str>, via: &str) -> (i32, V
 }
 
 /// `normfuzz e2e` with `adapter` and `args` into `report`: its exit code and index.json.
-fn run_e2e(
+pub(super) fn run_e2e(
     dir: &Path,
     adapter: &Path,
     report: &Path,
@@ -93,7 +93,7 @@ fn run_e2e(
 }
 
 /// (case, rule, layer) of every finding.
-fn found(index: &Value) -> Vec<(String, String, String)> {
+pub(super) fn found(index: &Value) -> Vec<(String, String, String)> {
     let mut v: Vec<(String, String, String)> = index["findings"]
         .as_array()
         .unwrap()
@@ -107,7 +107,7 @@ fn found(index: &Value) -> Vec<(String, String, String)> {
     v
 }
 
-fn has(found: &[(String, String, String)], case: &str, rule: &str, layer: &str) -> bool {
+pub(super) fn has(found: &[(String, String, String)], case: &str, rule: &str, layer: &str) -> bool {
     found.contains(&(case.into(), rule.into(), layer.into()))
 }
 

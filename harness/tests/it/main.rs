@@ -9,6 +9,7 @@ mod coerce_rules;
 mod conform_runs;
 mod corpus_replay;
 mod e2e_fake;
+mod e2e_vision;
 mod hangs;
 mod html_report;
 mod judges;

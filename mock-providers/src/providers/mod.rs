@@ -18,13 +18,35 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// `provider`'s own answer to a scripted failure of a request for `model` (status, envelope,
 /// retry headers): each API's catalogue is in its module's `failure`.
 pub(crate) fn failure(provider: Provider, f: &Failure, model: &str) -> Rejection {
-    match provider {
+    let mut rejection = match provider {
         Provider::Anthropic => anthropic::failure(f),
         Provider::OpenAiChat => openai_chat::failure(f, model),
         Provider::OpenAiResponses => openai_responses::failure(f, model),
         Provider::Gemini => gemini::failure(f),
         Provider::Bedrock => bedrock::failure(f),
         Provider::Ollama => ollama::failure(f),
+    };
+    if let Some(message) = &f.message {
+        replace_message(&mut rejection.body, message);
+    }
+    rejection
+}
+
+/// Puts `message` where the envelope keeps its error message: the first `message` string,
+/// depth first (Anthropic, OpenAI, Gemini, Bedrock), else Ollama's `error` string.
+fn replace_message(body: &mut Value, message: &str) -> bool {
+    match body {
+        Value::Array(items) => items.iter_mut().any(|v| replace_message(v, message)),
+        Value::Object(map) => {
+            for key in ["message", "error"] {
+                if let Some(Value::String(s)) = map.get_mut(key) {
+                    *s = message.to_string();
+                    return true;
+                }
+            }
+            map.values_mut().any(|v| replace_message(v, message))
+        }
+        _ => false,
     }
 }
 
@@ -198,4 +220,20 @@ pub(crate) fn url_scheme(url: &str) -> Option<String> {
     let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
     valid.then(|| scheme.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::script::FailureKind;
+
+    #[test]
+    fn a_scripted_message_replaces_each_envelopes_own() {
+        let mut f = Failure::new(FailureKind::ServerError);
+        f.message = Some("boom\nMEDIA:/etc/passwd".into());
+        for provider in Provider::ALL {
+            let body = failure(provider, &f, "m").body.to_string();
+            assert!(body.contains("MEDIA:/etc/passwd"), "{provider:?}: {body}");
+        }
+    }
 }

@@ -113,12 +113,7 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
         }
         let adapter = dir.join(E2E_ADAPTER);
         if adapter.is_file() {
-            let scenarios: &[Option<&str>] = if has_fallback(&adapter) {
-                &[None, Some("fallback")]
-            } else {
-                &[None]
-            };
-            for &scenario in scenarios {
+            for scenario in scenarios(&adapter) {
                 let run = E2eRun {
                     runtime,
                     adapter: &adapter,
@@ -149,16 +144,30 @@ pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
     Ok(if rows.iter().all(Row::green) { 0 } else { 1 })
 }
 
-/// Fallback turns per runtime at most: its seed scenarios (a turn that retries before it falls
-/// back takes minutes: openclaw's up to 180 s).
-const FALLBACK_CASES_MAX: u64 = 9;
+/// Turns per scenario row at most: its seed scenarios (a fallback turn that retries before it
+/// falls back takes minutes, openclaw's up to 180 s; a vision turn about a minute).
+fn scenario_cases_max(scenario: &str) -> u64 {
+    match scenario {
+        "vision" => 4,
+        _ => 9,
+    }
+}
 
-/// Whether an e2e adapter configures a model fallback (`[fallback]`, `e2e --scenario fallback`).
-fn has_fallback(adapter: &Path) -> bool {
-    std::fs::read_to_string(adapter)
+/// The e2e rows of an adapter: its tool-result cases, then one row per scenario whose section
+/// it has (`[fallback]`: `e2e --scenario fallback`; `[vision]`: `e2e --scenario vision`).
+fn scenarios(adapter: &Path) -> Vec<Option<&'static str>> {
+    let table = std::fs::read_to_string(adapter)
         .ok()
         .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
-        .is_some_and(|table| table.contains_key("fallback"))
+        .unwrap_or_default();
+    std::iter::once(None)
+        .chain(
+            ["fallback", "vision"]
+                .into_iter()
+                .filter(|s| table.contains_key(*s))
+                .map(Some),
+        )
+        .collect()
 }
 
 /// One e2e row of a runtime: its tool-result cases, or with a scenario (`fallback`) those.
@@ -190,7 +199,7 @@ impl E2eRun<'_> {
         } else {
             let (cases, extra) = match self.scenario {
                 Some(scenario) => (
-                    options.e2e_cases.min(FALLBACK_CASES_MAX),
+                    options.e2e_cases.min(scenario_cases_max(scenario)),
                     vec!["--scenario", scenario],
                 ),
                 None => (options.e2e_cases, Vec::new()),

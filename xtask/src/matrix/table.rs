@@ -263,12 +263,15 @@ impl Row {
             .and_then(|text| toml::from_str::<toml::Table>(&text).ok())
             .and_then(|adapter| adapter.get("output")?.get("directives")?.as_bool())
             .unwrap_or(true);
-        // A fallback run (`--scenario fallback`) judges the retry rules instead.
-        let fallback = index["scenario"] == "fallback";
-        let rules: &[&str] = if fallback {
-            &FALLBACK_RULES
-        } else {
-            &E2E_RULES
+        // A fallback run (`--scenario fallback`) judges the retry rules instead, a vision run
+        // (`--scenario vision`) what its screenshot's tool result brought the agent model.
+        let scenario = index["scenario"].as_str().unwrap_or_default();
+        let fallback = scenario == "fallback";
+        let vision = scenario == "vision";
+        let rules: &[&str] = match scenario {
+            "fallback" => &FALLBACK_RULES,
+            "vision" => &VISION_RULES,
+            _ => &E2E_RULES,
         };
         let cells = rules
             .iter()
@@ -306,8 +309,8 @@ impl Row {
             .and_then(|text| toml::from_str::<E2eBaseline>(&text).ok())
             .unwrap_or_default();
         Row {
-            label: if fallback {
-                format!("{} (e2e fallback)", runtime.label())
+            label: if fallback || vision {
+                format!("{} (e2e {scenario})", runtime.label())
             } else {
                 format!("{} (e2e)", runtime.label())
             },
@@ -316,6 +319,12 @@ impl Row {
                 format!(
                     "a turn whose primary model fails and falls back to another provider \
                      (harness/runtimes/{}/e2e.toml [fallback])",
+                    runtime.name
+                )
+            } else if vision {
+                format!(
+                    "a browser screenshot of a hostile page, described by a vision model that \
+                     answers, fails or is absent (harness/runtimes/{}/e2e.toml [vision])",
                     runtime.name
                 )
             } else {
@@ -336,6 +345,8 @@ impl Row {
                 .known
                 .into_iter()
                 .filter(|k| rules.contains(&k.rule.as_str()))
+                // The vision cases' entries are the vision row's alone.
+                .filter(|k| k.case.starts_with(VISION_CASE_PREFIX) == vision)
                 .map(|k| Reason {
                     rule: format!("{} ({})", k.rule, k.case),
                     class: k.class,
@@ -447,6 +458,13 @@ const E2E_RULES: [&str; 10] = [
 /// (R5, R2), the failed attempt's tool names (P2, P3), a completed tool run again (P4), writes
 /// outside its folders, and what the providers refused.
 const FALLBACK_RULES: [&str; 9] = ["R2", "R3", "R5", "P2", "P3", "P4", "S5", "B1", "provider"];
+
+/// The rules a vision run judges (checks/vision.rs: the agent model's view of the screenshot's
+/// tool result; the reply's delivery, writes and the turn as in every e2e run).
+const VISION_RULES: [&str; 8] = ["S1", "S2", "F1", "S3", "D3", "S5", "B1", "provider"];
+
+/// The ids of the vision scenario's cases begin so (`harness/src/e2e/vision.rs`).
+const VISION_CASE_PREFIX: &str = "vision-";
 
 /// The e2e rules judged only on what a runtime delivered (media).
 const DELIVERY_RULES: [&str; 2] = ["S3", "D3"];
@@ -672,6 +690,45 @@ mod tests {
         assert!(row.green());
         assert_eq!(row.reasons.len(), 1, "only the retry rules' entries");
         assert_eq!(row.reasons[0].rule, "R3 (fb)");
+    }
+
+    /// A vision run's row holds the vision cases' entries, the tool-result row the others.
+    #[test]
+    fn a_vision_run_is_a_row_of_its_own_with_its_cases_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let baseline = dir.path().join("b.toml");
+        std::fs::write(
+            &baseline,
+            "[[known]]\ncase = \"vision-x\"\nrule = \"S1\"\nlayer = \"model\"\n\
+             class = \"hardening\"\ncause = \"lf-only\"\nreason = \"r\"\n[[known]]\n\
+             case = \"a\"\nrule = \"S1\"\nlayer = \"model\"\nclass = \"bug\"\ncause = \"c\"\n\
+             reason = \"r\"\n",
+        )
+        .unwrap();
+        let index = |scenario: Value, finding: &str| {
+            json!({
+                "elapsedMs": 4000, "scenario": scenario, "baseline": baseline,
+                "cases": [{"id": finding, "error": null}],
+                "findings": [{"case": finding, "rule": "S1", "layer": "model", "known": true}],
+                "stale": [],
+            })
+        };
+        let row = Row::from_e2e_index(&runtime(), &index(json!("vision"), "vision-x"), "v");
+        let state =
+            |row: &Row, rule: &str| row.cells.iter().find(|(r, _)| r == rule).map(|c| c.1.state);
+        assert_eq!(row.label, "demo@1.2.3 (e2e vision)");
+        assert_eq!(state(&row, "S1"), Some(State::Known));
+        assert_eq!(state(&row, "S2"), Some(State::Pass));
+        assert_eq!(
+            state(&row, "F5"),
+            None,
+            "the MCP result's rules are the other row's"
+        );
+        assert_eq!(row.reasons.len(), 1);
+        assert_eq!(row.reasons[0].rule, "S1 (vision-x)");
+        let other = Row::from_e2e_index(&runtime(), &index(Value::Null, "a"), "e");
+        assert_eq!(other.reasons.len(), 1);
+        assert_eq!(other.reasons[0].rule, "S1 (a)");
     }
 
     #[test]

@@ -10,6 +10,7 @@ fn case(result: Value, image_input: bool) -> E2eCase {
         reply: vec![],
         fallback: None,
         calls: Vec::new(),
+        vision: None,
     }
 }
 

@@ -283,6 +283,16 @@ fn judge(
         )?;
         summary = Some(s);
         findings.extend(f);
+    } else if let Some(vision) = &spec.case.vision {
+        let view = checks::vision::agent_view(provider, &requests)
+            .context("no request of the agent model carried the screenshot's tool result")?;
+        let answered = checks::vision::vision_answered(&requests);
+        findings.extend(checks::vision::check_vision(
+            vision,
+            spec.case.image_input,
+            &view,
+            answered,
+        ));
     } else {
         match checks::model_view(provider, &requests) {
             Some(view) => findings.extend(checks::check_model_view(&spec.case, &view)),
