@@ -645,9 +645,14 @@ mod tests {
         fn json_forms_are_written_as_the_text_on_any_spelling(
             (_, json) in crate::reference::borrowed_json::tests::spelled_text(),
             (_, other) in crate::reference::borrowed_json::tests::spelled_text(),
+            line in proptest::sample::select(vec![
+                "\\n", "\\u000a", "\\r\\n", "\\n\\t ", "\\u2028", "\\f", "\\u001c", "\\t",
+            ]),
         ) {
+            // A directive after an escaped line terminator, in text spelled any way around it.
+            let text = format!("{json}{line}MEDIA:/x{other}");
             assert_written_as_the_value(&format!(
-                r#"{{"content":[{{"type":"text","text":"{json}"}},{{"type":"text","text":"{other}","text":"{json}{other}"}}],"isError":true}}"#
+                r#"{{"content":[{{"type":"text","text":"{text}"}},{{"type":"text","text":"{other}","text":"{json}{other}"}}],"isError":true}}"#
             ));
         }
     }
