@@ -115,7 +115,7 @@ pub fn coerce_bytes(data: &[u8]) {
 fn check_coerced(result: &normfuzz::reference::coerce::AgentToolResult<'_>) {
     for block in &result.content {
         match block {
-            normfuzz::reference::coerce::AgentBlock::Text { text } => {
+            normfuzz::reference::coerce::AgentBlock::Text { text, .. } => {
                 assert_no_directive(text, "a text block")
             }
             normfuzz::reference::coerce::AgentBlock::Image(image) => {

@@ -1,8 +1,8 @@
 //! `normfuzz bench-check`: the speed regression gate of `cargo xtask ci`. The reference's
-//! coercion of every text benchmark document is timed against a `serde_json::Value` round trip
-//! of the same bytes, interleaved (reference, round trip, reference, ...) so that whatever else
-//! loads the machine weighs on both sides alike; the gate reads the median of the per-round
-//! ratios, never an absolute time.
+//! coercion of every benchmark document (text, images, many small blocks) is timed against a
+//! `serde_json::Value` round trip of the same bytes, interleaved (reference, round trip,
+//! reference, ...) so that whatever else loads the machine weighs on both sides alike; the gate
+//! reads the median of the per-round ratios, never an absolute time.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -15,17 +15,23 @@ use normfuzz::reference::neutralize::neutralize;
 
 #[derive(clap::Args)]
 pub struct BenchCheckArgs {
-    /// Fail when the reference's throughput on a text document falls under this multiple of
-    /// the round trip's.
-    #[arg(long, default_value_t = 0.8)]
+    /// Fail when the reference's throughput on a document falls under this multiple of the
+    /// round trip's (20% under the 2x goal of issue 37: the interleaved median moves by about
+    /// that on a loaded 2-core machine; documents in `BELOW_GOAL` have their own floor).
+    #[arg(long, default_value_t = 1.6)]
     min_ratio: f64,
     /// Interleaved rounds per document; the median ratio counts.
     #[arg(long, default_value_t = 21)]
     rounds: usize,
     /// Documents whose name starts with this prefix.
-    #[arg(long, default_value = "text_")]
+    #[arg(long, default_value = "")]
     only: String,
 }
+
+/// Documents that do not reach the goal yet, by name prefix, with the floor that protects the
+/// level they reach (a line-start directive every 72 bytes: 1.2x to 1.35x in quiet runs, see
+/// docs/speed.md), until they do.
+const BELOW_GOAL: &[(&str, f64)] = &[("text_directives", 1.0)];
 
 pub fn run(args: BenchCheckArgs) -> Result<ExitCode> {
     let mut failed = 0;
@@ -34,6 +40,10 @@ pub fn run(args: BenchCheckArgs) -> Result<ExitCode> {
         .filter(|d| d.name.starts_with(&args.only))
     {
         let json = doc.json.as_str();
+        let gate = BELOW_GOAL
+            .iter()
+            .find(|(prefix, _)| doc.name.starts_with(prefix))
+            .map_or(args.min_ratio, |&(_, floor)| floor.min(args.min_ratio));
         let measure = || {
             ratios(
                 args.rounds,
@@ -48,11 +58,11 @@ pub fn run(args: BenchCheckArgs) -> Result<ExitCode> {
         // A median under the gate is measured once more: a burst of load on a shared machine
         // fails one measurement, a regression fails both.
         let mut ratios = measure();
-        if ratios[ratios.len() / 2] < args.min_ratio {
+        if ratios[ratios.len() / 2] < gate {
             ratios = measure();
         }
         let median = ratios[ratios.len() / 2];
-        let ok = median >= args.min_ratio;
+        let ok = median >= gate;
         failed += usize::from(!ok);
         println!(
             "{} {:<22} {median:.2}x the serde_json round trip (rounds {:.2}..{:.2}, gate {:.2}x)",
@@ -60,7 +70,7 @@ pub fn run(args: BenchCheckArgs) -> Result<ExitCode> {
             doc.name,
             ratios[0],
             ratios[ratios.len() - 1],
-            args.min_ratio
+            gate
         );
     }
     // Informational: the neutralizer against the literal search a naive defanger runs.

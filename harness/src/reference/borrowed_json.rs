@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use serde_json_borrow::{ObjectAsVec, Value};
 
 use crate::json_scan::next_json_special;
+use crate::reference::neutralize::is_line_terminator;
 
 /// Nesting this parser takes; deeper documents go to serde_json (which stops at 128 and the
 /// coercion's iterative path), so the recursion here stays shallow.
@@ -33,10 +34,36 @@ pub fn parse(input: &str) -> Option<Value<'_>> {
 /// An element of a result's `content` array, as [`parse_streaming_content`] hands it over.
 pub enum ContentItem<'v, 'a> {
     /// An object block, as its entries in source order (duplicate keys kept); they are dropped
-    /// after the call, so what is taken from them is not copied.
-    Object(&'v mut [(&'a str, Value<'a>)]),
+    /// after the call, so what is taken from them is not copied. `sources[i]` tells how the
+    /// value of `entries[i]` was written when it is a string, and `lines` holds the line starts
+    /// its [`StrSource::Escaped`] points into.
+    Object {
+        entries: &'v mut [(&'a str, Value<'a>)],
+        sources: &'v [StrSource<'a>],
+        lines: &'v [(usize, usize)],
+    },
     /// Any other value.
     Other(&'v Value<'a>),
+}
+
+/// How a string value stood in the JSON text, recorded as the parser read it so that the
+/// coercion need not scan its text again, neither for its lines nor to escape it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StrSource<'a> {
+    /// Not a string.
+    #[default]
+    None,
+    /// Without an escape: the text is its own JSON form.
+    Plain,
+    /// With escapes. `json` is its JSON form between the quotes when every escape in it is the
+    /// one [`write_escaped`] writes (else the text must be escaped again); `lines` the range of
+    /// the `(text offset, JSON offset)` pairs, in [`ContentItem::Object`]'s `lines`, of its line
+    /// starts after offset 0, each just after an escaped line terminator (a string with a raw
+    /// one is not recorded).
+    Escaped {
+        json: Option<&'a str>,
+        lines: (usize, usize),
+    },
 }
 
 /// What [`parse_streaming_content`] read.
@@ -71,6 +98,9 @@ fn run<'a>(
         contents: 0,
         streamed: false,
         scratch: String::new(),
+        recording: false,
+        last_source: StrSource::None,
+        lines: Vec::new(),
     };
     let mut top = Vec::with_capacity(1);
     if parser.value(0, &mut top, |value| value).is_none() {
@@ -98,6 +128,12 @@ struct Parser<'a, 's> {
     /// length instead of a vector grown in steps (reallocation was a tenth of coercing text
     /// with a newline every line).
     scratch: String,
+    /// Whether escaped strings record their line starts in `lines`: only inside the blocks of
+    /// a streamed `content`, which hand them over with the block and clear them.
+    recording: bool,
+    /// How the last string read was written.
+    last_source: StrSource<'a>,
+    lines: Vec<(usize, usize)>,
 }
 
 impl<'a> Parser<'a, '_> {
@@ -134,7 +170,10 @@ impl<'a> Parser<'a, '_> {
             b'"' => {
                 self.at += 1;
                 match self.plain_string() {
-                    Some(text) => Value::Str(Cow::Borrowed(text)),
+                    Some(text) => {
+                        self.last_source = StrSource::Plain;
+                        Value::Str(Cow::Borrowed(text))
+                    }
                     None => Value::Str(Cow::Owned(self.escaped_string()?)),
                 }
             }
@@ -200,32 +239,49 @@ impl<'a> Parser<'a, '_> {
         })
     }
 
-    /// The rest of a string whose opening quote is consumed, escapes decoded.
+    /// The rest of a string whose opening quote is consumed, escapes decoded; its
+    /// [`StrSource`] goes to `last_source`, and while recording its line starts to `lines`.
+    /// Only escapes are looked at: a string with a raw character led by C2 or E2 (which
+    /// U+0085, U+2028 and U+2029 are) is left unrecorded, its lines for the neutralizer to find.
     #[inline(never)]
     fn escaped_string(&mut self) -> Option<String> {
         let (text, bytes) = (self.text, self.text.as_bytes());
-        let mut from = self.at;
-        let mut at = next_json_special(bytes, from);
+        let (start, lines_from) = (self.at, self.lines.len());
+        let (mut from, mut at) = (start, start);
+        let mut canonical = true;
         let owned = &mut self.scratch;
         owned.clear();
         loop {
-            owned.push_str(&text[from..at]);
+            at = next_json_special(bytes, at);
             match *bytes.get(at)? {
-                b'"' => {
-                    self.at = at + 1;
-                    return Some(owned.as_str().to_owned());
-                }
+                b'"' => break,
                 b'\\' => {
+                    owned.push_str(&text[from..at]);
                     let (decoded, len) = unescape(&bytes[at + 1..])?;
+                    canonical &= is_canonical(decoded, &bytes[at..at + 1 + len]);
                     owned.push(decoded);
                     at += 1 + len;
+                    from = at;
+                    if self.recording && is_line_terminator(decoded) {
+                        self.lines.push((owned.len(), at - start));
+                    }
                 }
                 // A raw control character, which serde_json refuses.
                 _ => return None,
             }
-            from = at;
-            at = next_json_special(bytes, at);
         }
+        owned.push_str(&text[from..at]);
+        self.at = at + 1;
+        self.last_source = if memchr::memchr2(0xC2, 0xE2, &bytes[start..at]).is_some() {
+            self.lines.truncate(lines_from);
+            StrSource::None
+        } else {
+            StrSource::Escaped {
+                json: canonical.then(|| &text[start..at]),
+                lines: (lines_from, self.lines.len()),
+            }
+        };
+        Some(owned.as_str().to_owned())
     }
 
     /// The elements of an array or the entries of an object, its opening bracket next: `element`
@@ -248,15 +304,17 @@ impl<'a> Parser<'a, '_> {
 
     fn object(&mut self, depth: usize) -> Option<ObjectAsVec<'a>> {
         let mut entries = Vec::new();
-        self.object_entries(depth, &mut entries)?;
+        self.object_entries(depth, &mut entries, None)?;
         Some(ObjectAsVec::from(entries))
     }
 
-    /// Reads an object, its `{` next, into `entries`.
+    /// Reads an object, its `{` next, into `entries`, and with `sources` how each entry's value
+    /// was written.
     fn object_entries(
         &mut self,
         depth: usize,
         entries: &mut Vec<(&'a str, Value<'a>)>,
+        mut sources: Option<&mut Vec<StrSource<'a>>>,
     ) -> Option<()> {
         self.list(b'}', |parser| {
             parser.skip_blanks();
@@ -282,22 +340,39 @@ impl<'a> Parser<'a, '_> {
                     return Some(());
                 }
             }
-            parser.value(depth + 1, entries, |value| (key, value))
+            parser.value(depth + 1, entries, |value| (key, value))?;
+            if let Some(sources) = &mut sources {
+                sources.push(match entries.last() {
+                    Some((_, Value::Str(_))) => parser.last_source,
+                    _ => StrSource::None,
+                });
+            }
+            Some(())
         })
     }
 
     /// The top-level `content` array (at `depth`, its `[` next), each element handed over as
     /// it is read; one vector of entries serves every object block.
     fn stream_content(&mut self, depth: usize) -> Option<()> {
-        let (mut entries, mut other) = (Vec::new(), Vec::with_capacity(1));
+        let (mut entries, mut sources) = (Vec::new(), Vec::new());
+        let mut other = Vec::with_capacity(1);
         self.list(b']', |parser| {
             parser.skip_blanks();
             if parser.peek() == Some(b'{') && depth + 1 < MAX_DEPTH {
-                parser.object_entries(depth + 1, &mut entries)?;
+                parser.recording = true;
+                let read = parser.object_entries(depth + 1, &mut entries, Some(&mut sources));
+                parser.recording = false;
+                read?;
                 if let Some(content) = parser.content.as_mut() {
-                    content(ContentItem::Object(&mut entries));
+                    content(ContentItem::Object {
+                        entries: &mut entries,
+                        sources: &sources,
+                        lines: &parser.lines,
+                    });
                 }
                 entries.clear();
+                sources.clear();
+                parser.lines.clear();
             } else {
                 parser.value(depth + 1, &mut other, |value| value)?;
                 if let (Some(content), Some(item)) = (parser.content.as_mut(), other.first()) {
@@ -356,6 +431,58 @@ fn hex4(digits: &[u8]) -> Option<u32> {
         .try_fold(0, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
 }
 
+/// How [`write_escaped`] writes the byte `b` of a string, or `None` for as is.
+fn escape_of(b: u8) -> Option<([u8; 6], usize)> {
+    let short = match b {
+        b'"' => b'"',
+        b'\\' => b'\\',
+        0x08 => b'b',
+        b'\t' => b't',
+        b'\n' => b'n',
+        0x0C => b'f',
+        b'\r' => b'r',
+        0x20.. => return None,
+        _ => {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            let (hi, lo) = (HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]);
+            return Some(([b'\\', b'u', b'0', b'0', hi, lo], 6));
+        }
+    };
+    Some(([b'\\', short, 0, 0, 0, 0], 2))
+}
+
+/// Whether `escape` (from its backslash) is how [`write_escaped`] writes `c`.
+fn is_canonical(c: char, escape: &[u8]) -> bool {
+    // Compared as a fixed array: a slice comparison of a few bytes was a call to `memcmp`.
+    let mut padded = [0; 6];
+    if let Some(head) = padded.get_mut(..escape.len()) {
+        head.copy_from_slice(escape);
+    }
+    u8::try_from(c)
+        .ok()
+        .and_then(escape_of)
+        .is_some_and(|(spelled, len)| len == escape.len() && spelled == padded)
+}
+
+/// The offset in `json` (a string's JSON form between its quotes) of the offset `decoded` in
+/// its text, walking from `from`, a `(text offset, JSON offset)` pair at or before it (a line
+/// start: a marker is a line's leading blanks away).
+pub fn escaped_offset(json: &str, from: (usize, usize), decoded: usize) -> usize {
+    let (mut d, mut e) = from;
+    let bytes = json.as_bytes();
+    while d < decoded {
+        let (text_len, json_len) = match bytes.get(e) {
+            Some(b'\\') => {
+                unescape(&bytes[e + 1..]).map_or((1, 1), |(c, len)| (c.len_utf8(), 1 + len))
+            }
+            _ => (1, 1),
+        };
+        d += text_len;
+        e += json_len;
+    }
+    e
+}
+
 /// `s` as a JSON string, byte-identical to `serde_json::to_writer` (short escapes for `\b \t
 /// \n \f \r`, `\u00XX` for other C0 controls, `\"` and `\\`). serde_json looks at every
 /// byte, which made escaping the largest cost of coercing text; [`next_json_special`] looks at 32
@@ -368,22 +495,8 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
     let mut i = next_json_special(bytes, 0);
     while let Some(&b) = bytes.get(i) {
         out.extend_from_slice(&bytes[start..i]);
-        let short = match b {
-            b'"' => b'"',
-            b'\\' => b'\\',
-            0x08 => b'b',
-            b'\t' => b't',
-            b'\n' => b'n',
-            0x0C => b'f',
-            b'\r' => b'r',
-            _ => 0,
-        };
-        if short == 0 {
-            const HEX: &[u8; 16] = b"0123456789abcdef";
-            let (hi, lo) = (HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]);
-            out.extend_from_slice(&[b'\\', b'u', b'0', b'0', hi, lo]);
-        } else {
-            out.extend_from_slice(&[b'\\', short]);
+        if let Some((spelled, len)) = escape_of(b) {
+            out.extend_from_slice(&spelled[..len]);
         }
         start = i + 1;
         i = next_json_special(bytes, start);
@@ -393,7 +506,7 @@ pub fn write_escaped(out: &mut Vec<u8>, s: &str) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -546,5 +659,111 @@ mod tests {
             serde_json::Value::Array(items) => Box::new(items.iter().flat_map(value_keys)),
             _ => Box::new(std::iter::empty()),
         }
+    }
+
+    /// A text as JSON string content (between the quotes), each character spelled one of the
+    /// ways JSON allows, with what it decodes to: canonical escapes and not (`\u0041`, `\/`,
+    /// `\u000A`, surrogate pairs), raw and escaped line terminators of every kind, blanks, and
+    /// the letters and colons of directives.
+    pub(crate) fn spelled_text() -> impl proptest::strategy::Strategy<Value = (String, String)> {
+        const SPELLINGS: &[(&str, &[&str])] = &[
+            ("M", &["M", "\\u004d"]),
+            ("E", &["E"]),
+            ("D", &["D", "\\u0044"]),
+            ("I", &["I"]),
+            ("A", &["A", "\\u0041"]),
+            ("ｍ", &["ｍ", "\\uff4d"]),
+            (":", &[":", "\\u003a"]),
+            ("：", &["："]),
+            (" ", &[" ", "\\u0020"]),
+            ("\t", &["\\t", "\\u0009"]),
+            ("\n", &["\\n", "\\u000a", "\\u000A"]),
+            ("\r", &["\\r", "\\u000d"]),
+            ("\u{0B}", &["\\u000b", "\\u000B"]),
+            ("\u{0C}", &["\\f", "\\u000c"]),
+            ("\u{1}", &["\\u0001"]),
+            ("\u{1F}", &["\\u001f", "\\u001F"]),
+            ("\u{85}", &["\u{85}", "\\u0085"]),
+            ("\u{2028}", &["\u{2028}", "\\u2028"]),
+            ("\u{2029}", &["\u{2029}", "\\u2029"]),
+            ("\u{200B}", &["\u{200B}", "\\u200b"]),
+            ("\u{A0}", &["\u{A0}"]),
+            ("“", &["“"]),
+            ("/", &["/", "\\/"]),
+            ("\"", &["\\\"", "\\u0022"]),
+            ("\\", &["\\\\", "\\u005c"]),
+            ("é", &["é", "\\u00e9"]),
+            ("😀", &["😀", "\\ud83d\\ude00"]),
+            ("x", &["x"]),
+        ];
+        use proptest::prelude::*;
+        proptest::collection::vec(
+            (0..SPELLINGS.len(), any::<proptest::sample::Index>()),
+            0..40,
+        )
+        .prop_map(|picks| {
+            let (mut text, mut json) = (String::new(), String::new());
+            for (which, how) in picks {
+                let (decoded, spellings) = SPELLINGS[which];
+                text.push_str(decoded);
+                json.push_str(spellings[how.index(spellings.len())]);
+            }
+            (text, json)
+        })
+    }
+
+    proptest::proptest! {
+        /// What the parser records of a streamed block's string is what the coercion relies
+        /// on: its line starts are the neutralizer's own, each paired with its offset in the
+        /// JSON text, and its JSON form is kept exactly when it is what `write_escaped` writes.
+        #[test]
+        fn recorded_sources_are_the_texts(
+            (text, json) in spelled_text(),
+            before in proptest::sample::select(vec!["", "\\n", "\\u2028", "x"]),
+        ) {
+            let (text, json) = (format!("{}{text}", unescaped(before)), format!("{before}{json}"));
+            let doc = format!(r#"{{"content":[{{"type":"text","text":"{json}","n":1}}]}}"#);
+            let mut seen = Vec::new();
+            let parsed = parse_streaming_content(&doc, &mut |item| {
+                if let ContentItem::Object { entries, sources, lines } = item {
+                    seen.push((entries[1].1.as_str().map(str::to_owned), sources.to_vec(), lines.to_vec()));
+                }
+            });
+            proptest::prop_assert!(parsed.is_some());
+            let [(Some(got), sources, lines)] = &seen[..] else { panic!("one block: {doc}") };
+            proptest::prop_assert_eq!(got, &text);
+            proptest::prop_assert_eq!(sources[2], StrSource::None);
+            let mut written = Vec::new();
+            write_escaped(&mut written, &text);
+            let canonical = written[1..written.len() - 1] == *json.as_bytes();
+            match sources[1] {
+                StrSource::Plain => proptest::prop_assert_eq!(&json, &text),
+                StrSource::Escaped { json: form, lines: (from, to) } => {
+                    proptest::prop_assert_eq!(form.is_some(), canonical);
+                    let lines = &lines[from..to];
+                    let starts: Vec<usize> =
+                        crate::reference::neutralize::line_starts(&text)[1..].to_vec();
+                    proptest::prop_assert_eq!(lines.iter().map(|l| l.0).collect::<Vec<_>>(), starts);
+                    for &(d, e) in lines {
+                        proptest::prop_assert_eq!(unescaped(&json[..e]), &text[..d]);
+                    }
+                    for d in (0..=text.len()).filter(|&d| text.is_char_boundary(d)) {
+                        let line = lines.partition_point(|&(at, _)| at <= d);
+                        let from = line.checked_sub(1).map_or((0, 0), |l| lines[l]);
+                        let e = escaped_offset(&json, from, d);
+                        proptest::prop_assert_eq!(unescaped(&json[..e]), &text[..d]);
+                    }
+                }
+                StrSource::None => proptest::prop_assert!(
+                    json.bytes().any(|b| b == 0xC2 || b == 0xE2),
+                    "recorded unless it has a raw character led by C2 or E2"
+                ),
+            }
+        }
+    }
+
+    /// JSON string content decoded by serde_json.
+    fn unescaped(json: &str) -> String {
+        serde_json::from_str(&format!("\"{json}\"")).expect("valid string content")
     }
 }

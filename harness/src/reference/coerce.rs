@@ -14,11 +14,14 @@ use serde_json_borrow::Value;
 
 use crate::excerpt::bounded;
 use crate::reference::borrowed_json::{
-    ContentItem, Streamed, parse, parse_streaming_content, write_escaped,
+    ContentItem, StrSource, Streamed, escaped_offset, parse, parse_streaming_content, write_escaped,
 };
 use crate::reference::image::{ImageReject, validate_image};
 use crate::reference::json_text::{BLOCK_TEXT_MAX, render, render_object};
-use crate::reference::neutralize::{neutralize, neutralize_owned};
+use crate::reference::neutralize::{
+    MARKER, directive_at, each_marked_piece, marker_offsets, neutralize, neutralize_owned,
+    with_markers,
+};
 
 /// An image that passed S2. Fields are private: the only way to make one is [`ValidImage::new`],
 /// so an invalid image block cannot be constructed, let alone emitted.
@@ -52,9 +55,29 @@ impl<'a> ValidImage<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum AgentBlock<'a> {
-    Text { text: Cow<'a, str> },
+    Text {
+        text: Cow<'a, str>,
+        #[serde(skip)]
+        json: JsonForm<'a>,
+    },
     Image(ValidImage<'a>),
 }
+
+/// How a text block's text is written as JSON, when the coercion read it from JSON text: its
+/// JSON form as read (between the quotes, every escape the one [`write_escaped`] writes) with
+/// the neutralizer's marker inserted at each of the offsets (in that form). Writing the text is
+/// then a copy instead of an escape scan. It is how the text is written, not part of the
+/// value: any two compare equal, and the default (escape the text) is always right.
+#[derive(Debug, Clone, Default)]
+pub struct JsonForm<'a>(Option<(&'a str, Vec<usize>)>);
+
+impl PartialEq for JsonForm<'_> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for JsonForm<'_> {}
 
 /// What the model loop receives for one tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -74,7 +97,12 @@ impl AgentToolResult<'_> {
                 .content
                 .iter()
                 .map(|b| match b {
-                    AgentBlock::Text { text } => text.len() + 32,
+                    AgentBlock::Text { text, json } => {
+                        32 + match &json.0 {
+                            Some((source, markers)) => source.len() + markers.len() * MARKER.len(),
+                            None => text.len(),
+                        }
+                    }
                     AgentBlock::Image(image) => image.data.len() + 64,
                 })
                 .sum::<usize>(),
@@ -85,9 +113,18 @@ impl AgentToolResult<'_> {
                 out.push(b',');
             }
             match block {
-                AgentBlock::Text { text } => {
+                AgentBlock::Text { text, json } => {
                     out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
-                    write_escaped(&mut out, text);
+                    match &json.0 {
+                        Some((source, markers)) => {
+                            out.push(b'"');
+                            each_marked_piece(source, markers, |piece| {
+                                out.extend_from_slice(piece.as_bytes());
+                            });
+                            out.push(b'"');
+                        }
+                        None => write_escaped(&mut out, text),
+                    }
                     out.push(b'}');
                 }
                 AgentBlock::Image(image) => {
@@ -116,8 +153,9 @@ impl AgentToolResult<'_> {
                 .content
                 .into_iter()
                 .map(|block| match block {
-                    AgentBlock::Text { text } => AgentBlock::Text {
+                    AgentBlock::Text { text, .. } => AgentBlock::Text {
                         text: Cow::Owned(text.into_owned()),
+                        json: JsonForm::default(),
                     },
                     AgentBlock::Image(ValidImage { data, mime_type }) => {
                         AgentBlock::Image(ValidImage {
@@ -145,11 +183,16 @@ pub fn coerce_json(input: &str) -> Result<AgentToolResult<'_>, serde_json::Error
     let streamed = parse_streaming_content(input, &mut |item| {
         content.extend(match item {
             // A text block's text is moved out of the entries (dropped next), not copied.
-            ContentItem::Object(entries) => {
+            ContentItem::Object {
+                entries,
+                sources,
+                lines,
+            } => {
                 if let Some(at) = c1_text_at(entries)
                     && let Value::Str(text) = &mut entries[at].1
                 {
-                    text_block(std::mem::take(text))
+                    let read = sources.get(at).map(|&source| (source, lines));
+                    text_block(std::mem::take(text), read)
                 } else {
                     coerce_object(entries)
                 }
@@ -250,10 +293,45 @@ fn c1_text_at(obj: Entries<'_, '_>) -> Option<usize> {
 }
 
 /// C1 for a text block's text: `None` for an empty or blank one (F3 allows dropping those, and
-/// providers reject them), else the text neutralized.
-fn text_block(text: Cow<'_, str>) -> Option<AgentBlock<'_>> {
-    (!is_blank(&text)).then(|| AgentBlock::Text {
-        text: neutralize_owned(text),
+/// providers reject them), else the text neutralized. `read` is how the borrowing parser found
+/// it written, with the line starts it recorded: then the neutralizer is given those instead of
+/// scanning for them, and a text written with canonical escapes (or none) keeps its JSON form.
+fn text_block<'a>(
+    text: Cow<'a, str>,
+    read: Option<(StrSource<'a>, &[(usize, usize)])>,
+) -> Option<AgentBlock<'a>> {
+    if is_blank(&text) {
+        return None;
+    }
+    let (markers, json) = match (read, &text) {
+        (Some((StrSource::Plain, _)), Cow::Borrowed(plain)) => {
+            let markers = marker_offsets(plain);
+            let json = Some((*plain, markers.clone()));
+            (markers, json)
+        }
+        (Some((StrSource::Escaped { json, lines }, all)), _) => {
+            let (mut markers, mut json_markers) = (Vec::new(), Vec::new());
+            // Each line start as text and JSON offsets: a directive found from it is placed in both.
+            for line in std::iter::once((0, 0)).chain(all[lines.0..lines.1].iter().copied()) {
+                if let Some(directive) = directive_at(&text, line.0) {
+                    markers.push(directive.start);
+                    if let Some(json) = json {
+                        json_markers.push(escaped_offset(json, line, directive.start));
+                    }
+                }
+            }
+            (markers, json.map(|json| (json, json_markers)))
+        }
+        _ => (marker_offsets(&text), None),
+    };
+    let text = if markers.is_empty() {
+        text
+    } else {
+        Cow::Owned(with_markers(&text, &markers))
+    };
+    Some(AgentBlock::Text {
+        text,
+        json: JsonForm(json),
     })
 }
 
@@ -264,7 +342,7 @@ fn coerce_object<'a>(obj: Entries<'_, 'a>) -> Option<AgentBlock<'a>> {
     if let Some(at) = c1_text_at(obj)
         && let Value::Str(text) = &obj[at].1
     {
-        return text_block(text.clone());
+        return text_block(text.clone(), None);
     }
     let kind = match field(obj, "type") {
         Some(Value::Str(kind)) => kind.as_ref(),
@@ -299,6 +377,7 @@ fn coerce_object<'a>(obj: Entries<'_, 'a>) -> Option<AgentBlock<'a>> {
                 match (string(res, "uri"), field(res, "text")) {
                     (Some(_), Some(Value::Str(text))) if !is_blank(text) => AgentBlock::Text {
                         text: neutralize_owned(text.clone()),
+                        json: JsonForm::default(),
                     },
                     (Some(uri), _) => composed(blob_text(res, uri)),
                     (None, _) => unknown(),
@@ -342,6 +421,7 @@ fn composed<'a>(text: String) -> AgentBlock<'a> {
     };
     AgentBlock::Text {
         text: Cow::Owned(text),
+        json: JsonForm::default(),
     }
 }
 
@@ -457,7 +537,7 @@ mod tests {
                 .content
                 .iter()
                 .map(|block| match block {
-                    AgentBlock::Text { text } => text.to_string(),
+                    AgentBlock::Text { text, .. } => text.to_string(),
                     AgentBlock::Image(image) => format!("image {}", image.mime_type()),
                 })
                 .collect()
@@ -514,6 +594,66 @@ mod tests {
             proptest::prop_assert!(crate::reference::borrowed_json::parse(&text).is_some());
             let got = coerce_json(&text).unwrap().to_json_bytes();
             proptest::prop_assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap());
+        }
+    }
+
+    /// A text block read from JSON text is written back from its JSON form when its escapes
+    /// are canonical, and neutralized at the line starts the parser recorded: the bytes must be
+    /// what escaping the value's text gives, on every spelling.
+    fn assert_written_as_the_value(doc: &str) {
+        let value: serde_json::Value = serde_json::from_str(doc).expect("valid JSON");
+        let want = coerce_tool_result(&crate::protocol::json::borrow(&value));
+        let got = coerce_json(doc).expect("valid JSON");
+        assert_eq!(got, want, "{doc}");
+        assert_eq!(
+            String::from_utf8(got.to_json_bytes()).unwrap(),
+            String::from_utf8(want.to_json_bytes()).unwrap(),
+            "{doc}"
+        );
+    }
+
+    #[test]
+    fn json_forms_are_written_as_the_text() {
+        for text in [
+            r"\u0041 \/ MEDIA:\/x",
+            r"a\u000AMEDIA:/x",
+            r"a\u000aMEDIA:/x\n",
+            "a\u{2028}MEDIA:/x",
+            "a\u{85}  MEDIA:/x",
+            r"a\r\nMEDIA:/x\r\n",
+            r"a\n\t\tMEDIA:/x\n\t MEDIA:/y",
+            r"a\n\u0009 MEDIA:/x",
+            r"\nMEDIA:/x",
+            r"\u2028MEDIA:/x\u2029",
+            r"MEDIA:/x\n",
+            r"x\n",
+            r"\ud83d\ude00\nMEDIA:\u00e9",
+            r"\u001F\u0001MEDIA:/x\n\u001f",
+            r#"\"q\"\n  \u200b MEDIA:/x"#,
+            r"\n\n\n",
+            "plain MEDIA:/x",
+            "MEDIA:/x \u{2028}MEDIA:/y",
+        ] {
+            assert_written_as_the_value(&format!(
+                r#"{{"content":[{{"type":"text","text":"{text}"}},{{"text":"{text}","type":"text"}}]}}"#
+            ));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn json_forms_are_written_as_the_text_on_any_spelling(
+            (_, json) in crate::reference::borrowed_json::tests::spelled_text(),
+            (_, other) in crate::reference::borrowed_json::tests::spelled_text(),
+            line in proptest::sample::select(vec![
+                "\\n", "\\u000a", "\\r\\n", "\\n\\t ", "\\u2028", "\\f", "\\u001c", "\\t",
+            ]),
+        ) {
+            // A directive after an escaped line terminator, in text spelled any way around it.
+            let text = format!("{json}{line}MEDIA:/x{other}");
+            assert_written_as_the_value(&format!(
+                r#"{{"content":[{{"type":"text","text":"{text}"}},{{"type":"text","text":"{other}","text":"{json}{other}"}}],"isError":true}}"#
+            ));
         }
     }
 }

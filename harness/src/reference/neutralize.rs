@@ -8,11 +8,13 @@
 //! modifier forms, `⩴`) and Unicode upper/lower case mapping (so Python's `"medıa:".upper()`
 //! counts). Such a line gets [`MARKER`] inserted before its `M`; every other byte is kept.
 //!
-//! The scan is driven by colons: every directive contains one of the five characters whose NFKC
-//! form contains `:`, so the text is searched with `memchr` for their lead bytes and each hit is
-//! checked *backwards* (`A`, `I`, `D`, `E`, `M`, then blanks up to a line start). Each byte is
-//! looked at a bounded number of times, so cost is linear, and text without a directive is
-//! returned borrowed, without allocation.
+//! The scan is driven by line starts: a hand-written vector scan finds each line terminator
+//! (or a JSON decoder records them while it unescapes, and gives each to [`directive_at`]), and each line is
+//! looked at from its start only as far as a directive could reach: past its blanks and the
+//! letters and hidden characters `MEDIA` is spelled with, to the one character that can be its
+//! colon, which is then checked *backwards* (`A`, `I`, `D`, `E`, `M`, then blanks up to the line
+//! start). Each byte is looked at a bounded number of times, so cost is linear, and text without
+//! a directive is returned borrowed, without allocation.
 //!
 //! The hand-written tables here are the product itself; `directive_check` decides the same
 //! question independently (regex Unicode classes, whole-string NFKC) and the tests compare them.
@@ -315,9 +317,7 @@ fn directive_start(text: &str, colon: usize) -> Option<usize> {
     // The common spelling, ASCII `media` in any case, matches the five letters at once (what the
     // loop below would conclude one character at a time); blanks before it are the loop's.
     let mut before = colon;
-    if colon >= WORD.len()
-        && text.as_bytes()[colon - WORD.len()..colon].eq_ignore_ascii_case(b"MEDIA")
-    {
+    if colon >= WORD.len() && spells_media(&text.as_bytes()[colon - WORD.len()..]) {
         matched = WORD.len();
         before = colon - WORD.len();
         start = Some(before);
@@ -343,6 +343,16 @@ fn directive_start(text: &str, colon: usize) -> Option<usize> {
     start
 }
 
+/// Whether `bytes` start with `media` in any ASCII case. (`eq_ignore_ascii_case` on five bytes
+/// was a tenth of neutralizing text with a directive every other line.)
+#[inline]
+fn spells_media(bytes: &[u8]) -> bool {
+    // Only `M` and `m` give `m` when 0x20 is set, and so on for each letter.
+    bytes
+        .first_chunk::<5>()
+        .is_some_and(|word| word.map(|b| b | 0x20) == *b"media")
+}
+
 /// Lead bytes of the colon-like characters: `:` itself, E2 (U+2A74), EF (U+FE13, U+FE55, U+FF1A).
 fn colon_at(bytes: &[u8], i: usize) -> Option<usize> {
     match bytes[i] {
@@ -359,113 +369,148 @@ fn colon_at(bytes: &[u8], i: usize) -> Option<usize> {
     }
 }
 
-/// The next byte at or after `from` that may be a directive's colon: every colon-like lead byte
-/// on the portable path; on AVX2, only an ASCII `:` after `a`, `A` or a non-ASCII byte (the
-/// only bytes a character reading as `A`, or an ignorable, can end with) and the lead bytes of
-/// the four non-ASCII colons followed by their second byte; an ASCII control before the colon
-/// passes too (hidden inside the word). `colon_at` and `directive_start`
-/// decide either way; the filter only skips colons that cannot end `MEDIA`, which prose is
-/// full of (`Note:`, `https:`, `10:45`).
-fn next_candidate(bytes: &[u8], from: usize) -> Option<usize> {
-    #[cfg(target_arch = "x86_64")]
-    if bytes.len() >= from.saturating_add(33) && std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 is present, checked just above.
-        return unsafe { candidate_avx2(bytes, from) };
+/// Bytes that may start a line terminator: the ASCII ones and the lead bytes of U+0085 (C2)
+/// and U+2028/U+2029 (E2). [`terminator_len`] settles each.
+pub(crate) const MAY_END_LINE: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0x0A;
+    while b <= 0x0D {
+        table[b] = true;
+        b += 1;
     }
-    candidate_portable(bytes, from)
+    table[0x1C] = true;
+    table[0x1D] = true;
+    table[0x1E] = true;
+    table[0xC2] = true;
+    table[0xE2] = true;
+    table
+};
+
+/// The length of the line terminator at `i`, if one starts there ([`is_line_terminator`] on
+/// bytes; a test checks the two agree on every character).
+#[inline]
+pub(crate) fn terminator_len(bytes: &[u8], i: usize) -> Option<usize> {
+    match bytes[i] {
+        0x0A..=0x0D | 0x1C..=0x1E => Some(1),
+        0xC2 if bytes.get(i + 1) == Some(&0x85) => Some(2),
+        0xE2 if matches!(bytes.get(i + 1..i + 3), Some([0x80, 0xA8 | 0xA9])) => Some(3),
+        _ => None,
+    }
 }
 
-fn candidate_portable(bytes: &[u8], from: usize) -> Option<usize> {
-    let rest = bytes.get(from..)?;
-    // A short rest (the whole of a one-line block) is cheaper to look at here than through
-    // memchr's dispatch, as it is cheaper than the vector scan's call above.
-    let found = if rest.len() < 32 {
-        rest.iter().position(|&b| matches!(b, b':' | 0xE2 | 0xEF))
-    } else {
-        memchr::memchr3(b':', 0xE2, 0xEF, rest)
-    };
-    found.map(|rel| from + rel)
+/// Offset 0 and the offset just after each line terminator of `text`, in increasing order:
+/// where the lines start that [`directive_at`] looks at (for tests; the scan calls back).
+#[cfg(test)]
+pub(crate) fn line_starts(text: &str) -> Vec<usize> {
+    let mut starts = Vec::new();
+    each_line_start(text, |start| starts.push(start));
+    starts
 }
 
-/// Lead bytes of the 2-byte characters that read as `A` or are hidden (U+00AA, U+00AD, C1
-/// controls, U+034F, U+061C); a test derives the set from the tables.
-#[cfg(any(target_arch = "x86_64", test))]
-const TWO_BYTE_LEADS: [u8; 3] = [0xC2, 0xCD, 0xD8];
+/// Calls `f` with offset 0 and the offset just after each line terminator of `text`, in
+/// increasing order, from inside the scan: prose has a line every few
+/// hundred bytes, and leaving the vector loop for each cost more than the scan.
+fn each_line_start(text: &str, mut f: impl FnMut(usize)) {
+    let bytes = text.as_bytes();
+    f(0);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 is present, checked just above.
+        return unsafe { line_starts_avx2(bytes, f) };
+    }
+    line_starts_portable(bytes, 0, f);
+}
 
-/// Hand-written SIMD (no crate offers a search for this predicate): 32 bytes per step, with the
-/// two bytes before and the one after each position loaded alongside; edges go to the portable
-/// path. The
-/// vector test is coarse where that is cheap (a non-ASCII byte before an ASCII colon) and
-/// [`after_a_char_end`] settles those hits, so prose costs about 20 operations per step.
+fn line_starts_portable(bytes: &[u8], from: usize, mut f: impl FnMut(usize)) {
+    let mut i = from;
+    while let Some(rel) = bytes
+        .get(i..)
+        .and_then(|rest| rest.iter().position(|&b| MAY_END_LINE[usize::from(b)]))
+    {
+        i += rel;
+        let len = terminator_len(bytes, i).unwrap_or(0);
+        if len > 0 {
+            f(i + len);
+        }
+        i += len.max(1);
+    }
+}
+
+/// Hand-written SIMD (no crate searches for this set; `memchr` takes three bytes): 32 bytes a
+/// step, coarse where that is cheap (every byte up to 0x1E, every C2) and with the byte two
+/// after E2 loaded alongside, so that the typographic quotes and dashes of prose (E2 80 xx, as
+/// U+2028) do not hit; [`terminator_len`] settles each hit.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn candidate_avx2(bytes: &[u8], from: usize) -> Option<usize> {
+unsafe fn line_starts_avx2(bytes: &[u8], mut f: impl FnMut(usize)) {
     use std::arch::x86_64::*;
-    // Positions 0 and 1 cannot end a directive: five letters precede its colon.
-    let mut i = from.max(2);
     let splat = |b: u8| _mm256_set1_epi8(b as i8);
-    while i + 33 <= bytes.len() {
-        // SAFETY: i >= 2 and i + 33 <= len, so all four 32-byte loads are in bounds.
-        let (prev2, prev, cur, next) = unsafe {
+    let is = |v: __m256i, b: u8| _mm256_cmpeq_epi8(v, splat(b));
+    let mut i = 0;
+    // A terminator found ends past `i`; the next step starts after it.
+    let mut next = 0;
+    while i + 34 <= bytes.len() {
+        // SAFETY: `i + 34 <= bytes.len()`, so both loads are in bounds.
+        let (v, v2) = unsafe {
             let p = bytes.as_ptr().add(i);
             (
-                _mm256_loadu_si256(p.sub(2).cast()),
-                _mm256_loadu_si256(p.sub(1).cast()),
                 _mm256_loadu_si256(p.cast()),
-                _mm256_loadu_si256(p.add(1).cast()),
+                _mm256_loadu_si256(p.add(2).cast()),
             )
         };
-        // Before an ASCII colon: `a` or `A`; an ASCII control (hidden inside the word) or DEL;
-        // or any non-ASCII byte (the signed compare below 0x20 takes 0x80..=0xFF with the
-        // controls), except the end of a character led by C3..=CC (Latin letters: `Résumé:`),
-        // so that Latin prose gives no hit. In valid UTF-8 such a lead is never followed by
-        // ASCII, so the exception costs nothing when the byte before the colon is ASCII.
-        let latin = _mm256_sub_epi8(prev2, splat(0xC3));
-        let latin = _mm256_cmpeq_epi8(_mm256_min_epu8(latin, splat(9)), latin);
-        let after = _mm256_andnot_si256(
-            latin,
-            _mm256_or_si256(
-                _mm256_cmpeq_epi8(_mm256_or_si256(prev, splat(0x20)), splat(b'a')),
-                _mm256_or_si256(
-                    _mm256_cmpgt_epi8(splat(0x20), prev),
-                    _mm256_cmpeq_epi8(prev, splat(0x7F)),
-                ),
-            ),
-        );
-        let ascii = _mm256_and_si256(_mm256_cmpeq_epi8(cur, splat(b':')), after);
-        let e2 = _mm256_and_si256(
-            _mm256_cmpeq_epi8(cur, splat(0xE2)),
-            _mm256_cmpeq_epi8(next, splat(0xA9)),
-        );
-        // EF then B8, B9, BC (or BD, which `colon_at` turns away).
-        let ef = _mm256_and_si256(
-            _mm256_cmpeq_epi8(cur, splat(0xEF)),
-            _mm256_cmpeq_epi8(_mm256_and_si256(next, splat(0xFA)), splat(0xB8)),
-        );
-        let mut mask = _mm256_movemask_epi8(_mm256_or_si256(ascii, _mm256_or_si256(e2, ef))) as u32;
+        let low = is(_mm256_max_epu8(v, splat(0x1E)), 0x1E);
+        let separator = _mm256_and_si256(is(v, 0xE2), is(_mm256_and_si256(v2, splat(0xFE)), 0xA8));
+        let hits = _mm256_or_si256(_mm256_or_si256(low, is(v, 0xC2)), separator);
+        let mut mask = _mm256_movemask_epi8(hits) as u32;
         while mask != 0 {
             let at = i + mask.trailing_zeros() as usize;
-            if after_a_char_end(bytes, at) {
-                return Some(at);
+            if let Some(len) = terminator_len(bytes, at) {
+                f(at + len);
+                next = at + len;
             }
             mask &= mask - 1;
         }
-        i += 32;
+        i = (i + 32).max(next);
     }
-    candidate_portable(bytes, i)
+    line_starts_portable(bytes, i.max(next), f)
 }
 
-/// For a SIMD hit at `at` (>= 2): false only for an ASCII colon after a non-ASCII byte that cannot
-/// end a character reading as `A` or an ignorable. Those end in a continuation byte after
-/// another one (3- and 4-byte characters) or after a lead in [`TWO_BYTE_LEADS`]; Latin-1
-/// letters (lead C3, `Résumé:`) do not.
-#[cfg(target_arch = "x86_64")]
-fn after_a_char_end(bytes: &[u8], at: usize) -> bool {
-    let continuation = |b: u8| (0x80..0xC0).contains(&b);
-    let (prev2, prev) = (bytes[at - 2], bytes[at - 1]);
-    bytes[at] != b':'
-        || prev < 0x80
-        || (continuation(prev) && (continuation(prev2) || TWO_BYTE_LEADS.contains(&prev2)))
+/// The directive of the line that starts at `start` (0 or just after a line terminator), if it
+/// is one: from its `M` to just after its colon-like character. Only its colon can be one: past
+/// the line's blanks and then the letters and hidden characters `MEDIA` is spelled with (none
+/// of them blank, colon-like or a terminator, which a test checks over all of Unicode), and
+/// [`directive_start`] decides on it.
+#[inline]
+pub fn directive_at(text: &str, start: usize) -> Option<std::ops::Range<usize>> {
+    // Most lines are decided by their first byte: after spaces and tabs, an ASCII character
+    // that is no `M` ends it (inline, as it is asked of every line).
+    let bytes = text.as_bytes();
+    let mut i = start;
+    while let Some(b' ' | b'\t') = bytes.get(i) {
+        i += 1;
+    }
+    match bytes.get(i) {
+        Some(&b) if b.is_ascii_graphic() && b | 0x20 != b'm' => None,
+        None => None,
+        Some(_) => directive_from(text, i),
+    }
+}
+
+/// [`directive_at`] from `i`, past some of the line's leading blanks.
+#[inline(never)]
+fn directive_from(text: &str, i: usize) -> Option<std::ops::Range<usize>> {
+    let bytes = text.as_bytes();
+    let colon = if spells_media(&bytes[i..]) && bytes.get(i + 5) == Some(&b':') {
+        i + 5
+    } else {
+        let (at, _) = text[i..]
+            .char_indices()
+            .skip_while(|&(_, c)| is_blank(c) && !is_line_terminator(c))
+            .find(|&(_, c)| !is_hidden(c) && !WORD.iter().any(|&t| reads_as_letter(c, t)))?;
+        i + at
+    };
+    let len = colon_at(bytes, colon)?;
+    Some(directive_start(text, colon)?..colon + len)
 }
 
 /// Byte offsets, in increasing order, at which [`MARKER`] goes: the start of each directive.
@@ -476,40 +521,48 @@ pub fn directive_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
 /// Each directive's bytes, in increasing order: from its `M` to just after its colon-like
 /// character (the reply parser reads the target after it).
 pub fn directive_spans(text: &str) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
-    let bytes = text.as_bytes();
-    let mut from = 0;
-    std::iter::from_fn(move || {
-        while let Some(i) = next_candidate(bytes, from) {
-            let Some(len) = colon_at(bytes, i) else {
-                from = i + 1;
-                continue;
-            };
-            from = i + len;
-            if let Some(start) = directive_start(text, i) {
-                return Some(start..i + len);
-            }
-        }
-        from = bytes.len();
-        None
-    })
+    let mut spans = Vec::new();
+    each_line_start(text, |start| spans.extend(directive_at(text, start)));
+    spans.into_iter()
+}
+
+/// Where [`MARKER`] goes in `text`: the start of each directive, in increasing order.
+pub fn marker_offsets(text: &str) -> Vec<usize> {
+    let mut offsets = Vec::new();
+    each_line_start(text, |start| {
+        offsets.extend(directive_at(text, start).map(|span| span.start));
+    });
+    offsets
+}
+
+/// `text` with [`MARKER`] inserted at each of `offsets` (increasing), allocated once.
+pub fn with_markers(text: &str, offsets: &[usize]) -> String {
+    let mut out = String::with_capacity(text.len() + offsets.len() * MARKER.len());
+    each_marked_piece(text, offsets, |piece| out.push_str(piece));
+    out
+}
+
+/// Calls `push` with the pieces of `text` with [`MARKER`] inserted at each of `offsets`
+/// (increasing), in order. (A loop: an iterator of the pieces cost five times as much.)
+#[inline]
+pub fn each_marked_piece<'t>(text: &'t str, offsets: &[usize], mut push: impl FnMut(&'t str)) {
+    let mut copied = 0;
+    for &at in offsets {
+        push(&text[copied..at]);
+        push(MARKER);
+        copied = at;
+    }
+    push(&text[copied..]);
 }
 
 /// Neutralizes every directive line of `text` (D1). Borrowed when there is nothing to change.
 pub fn neutralize(text: &str) -> Cow<'_, str> {
     // Collected first so the output is allocated once at its final size.
-    let starts: Vec<usize> = directive_starts(text).collect();
-    if starts.is_empty() {
+    let offsets = marker_offsets(text);
+    if offsets.is_empty() {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() + starts.len() * MARKER.len());
-    let mut copied = 0;
-    for start in starts {
-        out.push_str(&text[copied..start]);
-        out.push_str(MARKER);
-        copied = start;
-    }
-    out.push_str(&text[copied..]);
-    Cow::Owned(out)
+    Cow::Owned(with_markers(text, &offsets))
 }
 
 /// [`neutralize`] for text that may already be owned: borrowed text stays borrowed from `'a`
@@ -684,26 +737,30 @@ mod tests {
         );
     }
 
+    /// Every colon-like character's own verdict, the way the neutralizer once found directives:
+    /// what [`directive_at`] must give from line starts alone.
+    fn by_every_colon(text: &str) -> Vec<usize> {
+        let mut starts: Vec<usize> = text
+            .char_indices()
+            .filter(|&(i, _)| colon_at(text.as_bytes(), i).is_some())
+            .filter_map(|(i, _)| directive_start(text, i))
+            .collect();
+        starts.dedup();
+        starts
+    }
+
+    fn naive_line_starts(text: &str) -> Vec<usize> {
+        let ends = text
+            .char_indices()
+            .filter(|&(_, c)| is_line_terminator(c))
+            .map(|(i, c)| i + c.len_utf8());
+        std::iter::once(0).chain(ends).collect()
+    }
+
     #[test]
-    fn simd_filter_keeps_every_directive() {
-        // Directives at every alignment, after every kind of preceding byte, next to colons that
-        // the filter may skip: the portable path is the oracle.
-        let portable = |text: &str| -> Vec<usize> {
-            let bytes = text.as_bytes();
-            let mut out = Vec::new();
-            let mut from = 0;
-            while let Some(i) = candidate_portable(bytes, from) {
-                if let Some(len) = colon_at(bytes, i) {
-                    if let Some(start) = directive_start(text, i) {
-                        out.push(start);
-                    }
-                    from = i + len;
-                } else {
-                    from = i + 1;
-                }
-            }
-            out
-        };
+    fn line_starts_find_every_directive() {
+        // Directives at every alignment (the vector scan and its tail), after every kind of
+        // preceding byte and every terminator, next to bytes that only look like one.
         let pieces = [
             "MEDIA:",
             "ＭＥＤＩＡ：",
@@ -712,20 +769,44 @@ mod tests {
             "MEDI\u{1D400}:",
             "MEDIA\u{200B}:",
             "medıa:",
+            "\u{200B} M\u{1}EDIA:",
         ];
-        for piece in pieces {
+        let terminators = [
+            "\n", "\r\n", "\u{0B}", "\u{1C}", "\u{85}", "\u{2028}", "\u{2029}",
+        ];
+        for (k, piece) in pieces.into_iter().enumerate() {
             for pad in 0..70 {
-                for filler in ["x", "a:", "é", "é:", "ж:", "ª:", "“", " ", "\n"] {
+                for filler in ["x", "a:", "é", "“—", "\u{a0}", "\t", "\u{2027}"] {
+                    let end = terminators[(pad + k) % terminators.len()];
                     let text = format!(
-                        "{}\n{piece}/x {}",
+                        "{}{end}{piece}/x {}",
                         filler.repeat(pad),
                         "Note: ".repeat(pad % 9)
                     );
+                    assert_eq!(line_starts(&text), naive_line_starts(&text));
                     let found: Vec<usize> = directive_starts(&text).collect();
-                    assert_eq!(found, portable(&text), "{text:?}");
+                    assert_eq!(found, by_every_colon(&text), "{text:?}");
                     assert_eq!(found.len(), 1, "{text:?}");
                 }
             }
+        }
+    }
+
+    proptest::proptest! {
+        /// On text made of what directives, blanks and lines are made of, line starts alone
+        /// find what every colon's backward check finds.
+        #[test]
+        fn line_starts_agree_with_every_colon(
+            pieces in proptest::collection::vec(proptest::sample::select(vec![
+                "M", "e", "D", "i", "A", "ı", "Ｍ", "ᴬ", "\u{1D400}", ":", "：", "\u{2A74}",
+                "\u{FE13}", " ", "\t", "\u{A0}", "\u{200B}", "\u{1}", "\u{7F}", "\u{9F}", "\n",
+                "\r", "\u{85}", "\u{2028}", "\u{2029}", "\u{0B}", "\u{1F}", "x", "é", "“",
+            ]), 0..40),
+        ) {
+            let text = pieces.concat();
+            proptest::prop_assert_eq!(line_starts(&text), naive_line_starts(&text));
+            let found: Vec<usize> = directive_starts(&text).collect();
+            proptest::prop_assert_eq!(found, by_every_colon(&text), "{:?}", text);
         }
     }
 
@@ -783,14 +864,28 @@ mod tests {
     }
 
     #[test]
-    fn two_byte_leads_cover_every_a_form_and_ignorable() {
+    fn terminators_blanks_letters_and_colons_are_apart() {
+        // `line_starts` and `directive_at` rely on these: a terminator's bytes are read the way
+        // `is_line_terminator` reads the character, and no letter of `MEDIA` is blank, hidden
+        // or colon-like, no colon-like character is hidden, no hidden character ends a line.
         let mut buf = [0u8; 4];
-        for c in ('\u{80}'..='\u{7FF}').filter(|&c| reads_as_letter(c, 'A') || is_hidden(c)) {
-            let lead = c.encode_utf8(&mut buf).as_bytes()[0];
-            assert!(TWO_BYTE_LEADS.contains(&lead), "U+{:04X}", c as u32);
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let bytes = c.encode_utf8(&mut buf).as_bytes();
+            let len = is_line_terminator(c).then_some(bytes.len());
+            assert_eq!(terminator_len(bytes, 0), len, "U+{:04X}", c as u32);
+            let letter = WORD.iter().any(|&t| reads_as_letter(c, t));
+            assert!(
+                !(letter && (is_blank(c) || is_colon_like(c))),
+                "U+{:04X}",
+                c as u32
+            );
+            assert!(!(is_blank(c) && is_colon_like(c)), "U+{:04X}", c as u32);
+            assert!(
+                !(is_hidden(c) && is_line_terminator(c)),
+                "U+{:04X}",
+                c as u32
+            );
         }
-        // The AVX2 filter drops hits after characters led by C3..=CC (Latin letters).
-        assert!(TWO_BYTE_LEADS.iter().all(|b| !(0xC3..=0xCC).contains(b)));
     }
 
     #[test]

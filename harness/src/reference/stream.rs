@@ -19,7 +19,7 @@
 use std::borrow::Cow;
 
 use crate::reference::neutralize::{
-    MARKER, is_blank, is_colon_like, is_hidden, is_line_terminator, neutralize_owned,
+    MARKER, MAY_END_LINE, is_blank, is_colon_like, is_hidden, is_line_terminator, neutralize_owned,
     reads_as_letter,
 };
 
@@ -41,23 +41,6 @@ enum Line {
     /// Decided: nothing more to do until the next line terminator.
     Rest,
 }
-
-/// Bytes that may start a line terminator: the ASCII ones and the lead bytes of U+0085 (C2)
-/// and U+2028/U+2029 (E2). Everything else on a decided line is copied without decoding.
-const MAY_END_LINE: [bool; 256] = {
-    let mut table = [false; 256];
-    let mut b = 0x0A;
-    while b <= 0x0D {
-        table[b] = true;
-        b += 1;
-    }
-    table[0x1C] = true;
-    table[0x1D] = true;
-    table[0x1E] = true;
-    table[0xC2] = true;
-    table[0xE2] = true;
-    table
-};
 
 /// Incremental neutralizer. Feed it with [`push`](Self::push) (bytes) or
 /// [`push_str`](Self::push_str) (text), then call [`finish`](Self::finish); each call appends what

@@ -4,7 +4,7 @@
 
 use std::borrow::Cow;
 
-use crate::reference::coerce::{AgentBlock, AgentToolResult, ValidImage};
+use crate::reference::coerce::{AgentBlock, AgentToolResult, JsonForm, ValidImage};
 use crate::reference::neutralize::neutralize;
 
 /// Routes a coerced tool result to a model. With image input it is unchanged; without, each
@@ -40,6 +40,7 @@ pub fn route_for_model<'a>(
                 };
                 AgentBlock::Text {
                     text: Cow::Owned(note),
+                    json: JsonForm::default(),
                 }
             }
             text => text,
@@ -67,7 +68,7 @@ mod tests {
         r.content
             .iter()
             .map(|b| match b {
-                AgentBlock::Text { text } => text.to_string(),
+                AgentBlock::Text { text, .. } => text.to_string(),
                 AgentBlock::Image(_) => "<image>".to_string(),
             })
             .collect()
