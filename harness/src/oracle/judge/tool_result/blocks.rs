@@ -593,8 +593,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::generate::sample_images::tiny_base64;
-    use crate::reference::image::ImageFormat;
+
+    /// A 1x1 PNG (the oracle does not reach the reference's image module for one).
+    const PNG_1X1: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGM4IScHAAK2AQU0pnWqAAAAAElFTkSuQmCC";
 
     fn judged(input: &[Value], output: &[Value]) -> Vec<(Rule, String)> {
         let input: Vec<&Value> = input.iter().collect();
@@ -615,7 +616,7 @@ mod tests {
     /// audio, nowhere, is still lost, and so is a resource text nowhere.
     #[test]
     fn counts_matching_by_accident_are_a_reorder_not_a_loss() {
-        let png = tiny_base64(ImageFormat::Png);
+        let png = PNG_1X1;
         let image = json!({"type": "image", "data": png, "mimeType": "image/png"});
         let resource =
             json!({"type": "resource", "resource": {"uri": "file:///a", "text": "\u{ae}"}});
