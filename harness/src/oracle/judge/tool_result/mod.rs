@@ -3,7 +3,9 @@
 //! Output blocks are matched to input blocks in order (F3: one output block per input block,
 //! blank text blocks may be dropped), and each pair is judged by what its input block is: a
 //! text must survive (F2), a valid image must pass byte-identical (F1), other blocks must become
-//! bounded text that keeps what a model needs and never a payload (C2–C6, F4).
+//! bounded text that keeps what a model needs and never a payload (C2–C6, F4). Counts may match
+//! by accident (one block dropped, another added): a block that fails its pair but passes
+//! against another output block is there, out of order (F3), not lost.
 
 mod blocks;
 
