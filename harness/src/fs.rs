@@ -1,5 +1,6 @@
 //! File helpers for every report, corpus and scratch write: atomic writes, the visible files of
-//! a corpus folder, a fresh scratch folder.
+//! a corpus folder, a fresh scratch folder, and the cache root that the e2e installer, the
+//! runtime matrix and provision share.
 //!
 //! `std` only: this module builds without the `runner` feature (the fuzz crate's build), and
 //! `xtask` compiles this very file (`#[path]` in `xtask/src/main.rs`) without depending on the
@@ -91,6 +92,19 @@ pub fn fresh_dir(dir: &Path) -> io::Result<()> {
 
 fn annotate(err: io::Error, what: &str, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{what} {}: {err}", path.display()))
+}
+
+/// `$NORMFUZZ_CACHE`, else `$XDG_CACHE_HOME/normfuzz`, else `~/.cache/normfuzz`: one cache for
+/// the e2e installer, the runtime matrix and provision's tools.
+pub fn cache_root() -> PathBuf {
+    if let Some(dir) = std::env::var_os("NORMFUZZ_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    base.join("normfuzz")
 }
 
 #[cfg(test)]

@@ -36,7 +36,7 @@ pub fn build(root: &Path) -> Result<PathBuf> {
 pub fn install_unit(root: &Path, runtime: &str) -> Result<()> {
     let runtimes = root.join("harness/runtimes");
     for (_, unit) in crate::matrix::load_all(&runtimes, &[runtime.to_string()])? {
-        crate::matrix::install::ensure(&unit, &crate::matrix::install::cache_root())?;
+        crate::matrix::install::ensure(&unit, &crate::fs::cache_root())?;
     }
     Ok(())
 }

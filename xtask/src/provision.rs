@@ -14,7 +14,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use crate::matrix::install::{cache_root, find_python_here};
+use crate::fs::cache_root;
+use crate::matrix::install::find_python_here;
 use crate::matrix::{Install, load_all};
 
 /// The check-jsonschema release the workflow schemas are checked with.

@@ -11,24 +11,12 @@ use anyhow::{Context, Result, bail};
 use super::adapter::{Adapter, expand_all};
 use crate::fs::write_atomic;
 
-/// `$NORMFUZZ_CACHE`, else `$XDG_CACHE_HOME/normfuzz`, else `~/.cache/normfuzz`.
-pub fn default_cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("NORMFUZZ_CACHE") {
-        return PathBuf::from(dir);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    base.join("normfuzz")
-}
-
-/// The install folder of `adapter` under a cache root (default: [`default_cache_root`]); a
+/// The install folder of `adapter` under a cache root (default: [`crate::fs::cache_root`]); a
 /// `unit_install` runtime's is the runtime matrix's (`unit-<name>-<version>`).
 pub fn runtime_dir(adapter: &Adapter, cache_root: Option<PathBuf>) -> PathBuf {
     let prefix = if adapter.unit_install { "unit-" } else { "" };
     cache_root
-        .unwrap_or_else(default_cache_root)
+        .unwrap_or_else(crate::fs::cache_root)
         .join("runtimes")
         .join(format!("{prefix}{}-{}", adapter.name, adapter.version))
 }

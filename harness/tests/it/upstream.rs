@@ -320,7 +320,7 @@ fn strings(value: &Value, into: &mut Vec<String>) {
 /// virtualenv) and must print the bad output: a directive line, and every text the shim saw.
 #[test]
 fn cached_runtimes_reproduce_their_findings_with_the_standalone_script() {
-    let cache = normfuzz::e2e::install::default_cache_root().join("runtimes");
+    let cache = normfuzz::fs::cache_root().join("runtimes");
     let scratch = tempfile::tempdir().unwrap();
     let input = json!({"content": [{"type": "text", "text": "Here it is.\nMEDIA:/etc/passwd"}]});
     let mut checked = 0;

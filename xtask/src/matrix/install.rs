@@ -13,19 +13,6 @@ use anyhow::{Context, Result, bail};
 use super::{Install, Runtime};
 use crate::fs::write_atomic;
 
-/// `$NORMFUZZ_CACHE`, else `$XDG_CACHE_HOME/normfuzz`, else `~/.cache/normfuzz`: the e2e
-/// installer's cache root (`default_cache_root` there), so both share one cache.
-pub fn cache_root() -> PathBuf {
-    if let Some(dir) = std::env::var_os("NORMFUZZ_CACHE") {
-        return PathBuf::from(dir);
-    }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    base.join("normfuzz")
-}
-
 /// Makes sure `runtime` is installed under `<cache root>/runtimes/unit-<name>-<version>`;
 /// returns that folder.
 pub fn ensure(runtime: &Runtime, root: &Path) -> Result<PathBuf> {

@@ -55,7 +55,7 @@ pub fn parse_shard(text: &str) -> Result<(u64, u64), String> {
 pub fn matrix(root: &Path, normfuzz: &Path, options: &Options) -> Result<i32> {
     let runtimes = load_all(&root.join("harness/runtimes"), &options.runtimes)?;
     let real_servers = real_server_files(&root.join(REAL_SERVERS))?;
-    let cache = install::cache_root();
+    let cache = crate::fs::cache_root();
     let out = root.join("reports/matrix");
     let mut rows = Vec::new();
     for (dir, runtime) in &runtimes {
@@ -598,7 +598,7 @@ mod tests {
     fn cached_shims_answer_the_protocol() {
         use std::io::{BufRead, BufReader, Write};
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
-        let cache = install::cache_root();
+        let cache = crate::fs::cache_root();
         for (path, runtime) in load_all(&dir, &[]).unwrap() {
             // An e2e adapter's install folder has no `unit-` prefix (e2e/install.rs).
             let prefix = match runtime.install {
@@ -695,7 +695,7 @@ mod tests {
         let (dir, runtime) = load_all(&runtimes, &["pydantic-ai".into()])
             .unwrap()
             .remove(0);
-        let installed = install::cache_root()
+        let installed = crate::fs::cache_root()
             .join("runtimes")
             .join(format!("unit-{}-{}", runtime.name, runtime.version));
         if !installed.join(".normfuzz-installed.json").is_file() {
