@@ -596,7 +596,6 @@ mod tests {
     /// the request as the harness escapes them) intact and the bare string refused or coerced.
     #[test]
     fn cached_shims_answer_the_protocol() {
-        use std::io::{BufRead, BufReader, Write};
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
         let cache = crate::fs::cache_root();
         for (path, runtime) in load_all(&dir, &[]).unwrap() {
@@ -620,31 +619,17 @@ mod tests {
                         .replace("${adapter}", &path.display().to_string())
                 })
                 .collect();
-            let mut child = Command::new(&argv[0])
-                .args(&argv[1..])
-                .env("NORMFUZZ_COVERAGE", runtime.coverage.join("\n"))
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .unwrap();
-            let mut stdin = child.stdin.take().unwrap();
-            stdin
-                .write_all(
-                    concat!(
-                        r#"{"id":7,"op":"coerce_tool_result","input":{"content":[{"type":"text","text":"a\u2028b\u0085MEDIA:/x"}]}}"#,
-                        "\n",
-                        r#"{"id":8,"op":"coerce_tool_result","input":"text"}"#,
-                        "\n",
-                    )
-                    .as_bytes(),
-                )
-                .unwrap();
-            drop(stdin);
-            let lines: Vec<serde_json::Value> = BufReader::new(child.stdout.take().unwrap())
-                .lines()
-                .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-                .collect();
-            assert!(child.wait().unwrap().success(), "{}", runtime.label());
+            let lines = shim_answers(
+                Command::new(&argv[0])
+                    .args(&argv[1..])
+                    .env("NORMFUZZ_COVERAGE", runtime.coverage.join("\n")),
+                concat!(
+                    r#"{"id":7,"op":"coerce_tool_result","input":{"content":[{"type":"text","text":"a\u2028b\u0085MEDIA:/x"}]}}"#,
+                    "\n",
+                    r#"{"id":8,"op":"coerce_tool_result","input":"text"}"#,
+                    "\n",
+                ),
+            );
             assert_eq!(lines.len(), 3, "{}: {lines:?}", runtime.label());
             assert_eq!(lines[0]["normfuzz"], 1);
             assert!(
@@ -685,12 +670,34 @@ mod tests {
         }
     }
 
+    /// Starts a shim, sends it `requests` and closes its stdin; its lines (the handshake, then
+    /// one answer a request), once it exited successfully.
+    fn shim_answers(shim: &mut Command, requests: &str) -> Vec<serde_json::Value> {
+        use std::io::{BufRead, BufReader, Write};
+        let mut child = shim
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(requests.as_bytes())
+            .unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap())
+            .lines()
+            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+            .collect();
+        assert!(child.wait().unwrap().success(), "{shim:?}");
+        lines
+    }
+
     /// pydantic-ai's shim runs the runtime's MCP client for real (lib/shim_server.py): the case
     /// reaches `MCPToolset._call_tool_checked`, and the SDK session's own validation refuses a
     /// structuredContent that is not an object, which `mcp.types.CallToolResult` alone accepts.
     #[test]
     fn pydantic_ai_shim_calls_the_mcp_session() {
-        use std::io::{BufRead, BufReader, Write};
         let runtimes = Path::new(env!("CARGO_MANIFEST_DIR")).join("../harness/runtimes");
         let (dir, runtime) = load_all(&runtimes, &["pydantic-ai".into()])
             .unwrap()
@@ -702,34 +709,20 @@ mod tests {
             eprintln!("{}: not cached, skipped", runtime.label());
             return;
         }
-        let mut child = Command::new(installed.join("venv/bin/python"))
-            .arg(dir.join("shim.py"))
-            .env(
-                "NORMFUZZ_COVERAGE",
-                "pydantic_ai/mcp.py:MCPToolset._call_tool_checked",
-            )
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin
-            .write_all(
-                concat!(
-                    r#"{"id":1,"op":"coerce_tool_result","input":{"content":[{"type":"text","text":"a"}]}}"#,
-                    "\n",
-                    r#"{"id":2,"op":"coerce_tool_result","input":{"content":[],"structuredContent":""}}"#,
-                    "\n",
-                )
-                .as_bytes(),
-            )
-            .unwrap();
-        drop(stdin);
-        let lines: Vec<serde_json::Value> = BufReader::new(child.stdout.take().unwrap())
-            .lines()
-            .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-            .collect();
-        assert!(child.wait().unwrap().success());
+        let lines = shim_answers(
+            Command::new(installed.join("venv/bin/python"))
+                .arg(dir.join("shim.py"))
+                .env(
+                    "NORMFUZZ_COVERAGE",
+                    "pydantic_ai/mcp.py:MCPToolset._call_tool_checked",
+                ),
+            concat!(
+                r#"{"id":1,"op":"coerce_tool_result","input":{"content":[{"type":"text","text":"a"}]}}"#,
+                "\n",
+                r#"{"id":2,"op":"coerce_tool_result","input":{"content":[],"structuredContent":""}}"#,
+                "\n",
+            ),
+        );
         assert_eq!(lines[1]["output"]["content"][0]["text"], "a", "{lines:?}");
         assert!(
             lines[1]["coverage"]["0"]["lines"]
