@@ -330,12 +330,7 @@ pub(super) fn job_loop<S: Sut>(
                 }
                 Entry::Vacant(slot) => slot,
             };
-            let known_cause = entry.and_then(|i| {
-                campaign
-                    .baseline
-                    .as_ref()
-                    .map(|b| b.known[i].cause.as_str())
-            });
+            let known = entry.and_then(|i| campaign.baseline.as_ref().map(|b| &b.known[i]));
             let target = signature.clone();
             // Listed at once, as found; the shrinker makes it smaller meanwhile.
             let mut finding = shrink::finding(
@@ -348,7 +343,7 @@ pub(super) fn job_loop<S: Sut>(
                 campaign.seed,
                 shared.started.elapsed().as_millis() as u64,
             );
-            finding.id = finding_id(op, violation.rule, &finding.signature, known_cause);
+            finding.id = finding_id(op, violation.rule, &finding.signature, known);
             finding.source = draws.source(first + case.index as u64);
             finding.triggers = vec![finding.signature.features.clone()];
             // A divergence fails no run without `--strict` and no baseline lists it: it is

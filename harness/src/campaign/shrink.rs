@@ -8,6 +8,7 @@ use anyhow::Result;
 use proptest::strategy::ValueTree;
 use serde_json::Value;
 
+use super::baseline::Known;
 use super::finding::Finding;
 use super::progress::Progress;
 use crate::oracle::judge::{Violation, companion, judge, judge_companion};
@@ -308,11 +309,13 @@ pub(super) fn finding(
 }
 
 /// `op-rule-hash`, stable across runs and machines: FNV-1a of the kind, then of what the SUT did
-/// and the cause of the baseline entry that knows it, where there are such (a finding of an
-/// action-less kind without an entry keeps the id it had when ids hashed the kind alone; corpus
-/// regressions are named by it). The input's features are not hashed: they depend on which of
-/// the cases of one key was shrunk, and the id must not.
-pub fn finding_id(op: Op, rule: Rule, signature: &Signature, known_cause: Option<&str>) -> String {
+/// and the baseline entry that knows it (its cause and the features it lists), where there are
+/// such (a finding of an action-less kind without an entry keeps the id it had when ids hashed
+/// the kind alone; corpus regressions are named by it). One id per distinct finding of a
+/// campaign, as its file is named by it: two entries of one cause, kind and action that differ
+/// in features know two findings. The finding's own features are not hashed: they depend on
+/// which of the cases of one key was shrunk, and the id must not.
+pub fn finding_id(op: Op, rule: Rule, signature: &Signature, known: Option<&Known>) -> String {
     let fnv = |h: u64, bytes: &[u8]| {
         bytes
             .iter()
@@ -322,8 +325,11 @@ pub fn finding_id(op: Op, rule: Rule, signature: &Signature, known_cause: Option
     if signature.action != Action::Other {
         hash = fnv(hash, signature.action.as_str().as_bytes());
     }
-    if let Some(cause) = known_cause {
-        hash = fnv(hash, cause.as_bytes());
+    if let Some(known) = known {
+        hash = fnv(hash, known.cause.as_bytes());
+        for feature in known.signature.iter().flat_map(|s| &s.features) {
+            hash = fnv(fnv(hash, &[0]), feature.as_bytes());
+        }
     }
     format!("{}-{}-{:08x}", op.as_str(), rule, hash as u32)
 }

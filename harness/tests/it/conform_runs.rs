@@ -567,6 +567,48 @@ fn known_findings_and_divergences_start_no_shrinker_sut() {
     });
 }
 
+/// A finding's file is named by its id, so two findings of one campaign never share one: two
+/// entries of one cause, rule, kind and action (one signed with features, one rule-wide) know
+/// two findings, whose ids tell the entries apart.
+#[test]
+fn findings_known_by_two_entries_of_one_cause_have_two_ids() {
+    crate::on_job_stack(|| {
+        let mut c = campaign(&[Op::CheckMediaUrl], 600, 3);
+        let first = run(&c, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+        let entries: String = first
+            .findings
+            .iter()
+            .filter(|f| f.gate && !f.signature.features.is_empty())
+            .map(|f| {
+                let head = format!(
+                    "[[known]]\nop = \"check_media_url\"\nrule = \"{}\"\nclass = \"bug\"\n\
+                     cause = \"allows-all\"\nreason = \"allows every URL\"\n",
+                    f.rule
+                );
+                let signed = format!(
+                    "{head}[known.signature]\n{}",
+                    toml::to_string(&f.signature).unwrap()
+                );
+                signed + &head
+            })
+            .collect();
+        assert!(!entries.is_empty(), "{:?}", first.findings);
+        c.baseline = Some(normfuzz::campaign::baseline::Baseline::parse(&entries).unwrap());
+        let second = run(&c, || Ok(EchoNeutralize), &Progress::default()).unwrap();
+        let known: Vec<_> = second.findings.iter().filter(|f| f.gate).collect();
+        let keys: std::collections::BTreeSet<_> = known
+            .iter()
+            .map(|f| (f.rule, f.signature.kind.as_str(), f.signature.action))
+            .collect();
+        assert!(
+            known.len() > keys.len(),
+            "no rule, kind and action was known by both entries: {known:?}"
+        );
+        let ids: std::collections::BTreeSet<_> = second.findings.iter().map(|f| &f.id).collect();
+        assert_eq!(ids.len(), second.findings.len(), "{:?}", second.findings);
+    });
+}
+
 /// A job done with its cases within the time a SUT takes to start hands its SUT to its
 /// shrinker: a short campaign of a slow-starting runtime pays one start-up, not two.
 #[test]
