@@ -85,12 +85,31 @@ unsafe fn unescape_avx2(
             out.set_len(out.len() + kept);
         }
         at += kept;
-        if mask != 0 {
-            at = match special_at(bytes, at, out, &mut on_escape)? {
-                Step::Closed => return Some(at),
-                Step::Next(next) => next,
-            };
+        if mask == 0 {
+            continue;
         }
+        // A short escape (most are `\n`) is decoded here, its byte written into the room
+        // reserved above; the rest go through `special_at`.
+        let short = SHORT[usize::from(bytes.get(at + 1).copied().unwrap_or(0))];
+        if bytes[at] == b'\\' && short != 0 {
+            // SAFETY: `kept < 32`, so a reserved byte is left past the length.
+            unsafe {
+                *out.as_mut_ptr().add(out.len()) = short;
+                out.set_len(out.len() + 1);
+            }
+            on_escape(Escape {
+                decoded: char::from(short),
+                spelling: &bytes[at..at + 2],
+                text_end: out.len(),
+                json_end: at + 2,
+            });
+            at += 2;
+            continue;
+        }
+        at = match special_at(bytes, at, out, &mut on_escape)? {
+            Step::Closed => return Some(at),
+            Step::Next(next) => next,
+        };
     }
     unescape_portable(bytes, at, out, on_escape)
 }
@@ -137,15 +156,11 @@ fn special_at(
 /// The character an escape stands for and the bytes it takes after its backslash; `None` for
 /// an invalid escape or a lone surrogate (serde_json refuses both).
 pub(crate) fn unescape(escape: &[u8]) -> Option<(char, usize)> {
-    let simple = match *escape.first()? {
-        b'"' => '"',
-        b'\\' => '\\',
-        b'/' => '/',
-        b'b' => '\u{8}',
-        b'f' => '\u{c}',
-        b'n' => '\n',
-        b'r' => '\r',
-        b't' => '\t',
+    let first = *escape.first()?;
+    if let simple @ 1.. = SHORT[usize::from(first)] {
+        return Some((char::from(simple), 1));
+    }
+    match first {
         b'u' => {
             let unit = hex4(escape.get(1..5)?)?;
             if !(0xD800..0xDC00).contains(&unit) {
@@ -159,12 +174,33 @@ pub(crate) fn unescape(escape: &[u8]) -> Option<(char, usize)> {
                 return None;
             }
             let c = char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?;
-            return Some((c, 11));
+            Some((c, 11))
         }
-        _ => return None,
-    };
-    Some((simple, 1))
+        _ => None,
+    }
 }
+
+/// What each short escape stands for, indexed by the byte after its backslash (`b'n'` gives a
+/// line feed); 0 for a byte that starts no short escape.
+const SHORT: [u8; 256] = {
+    let mut table = [0; 256];
+    let pairs = [
+        (b'"', b'"'),
+        (b'\\', b'\\'),
+        (b'/', b'/'),
+        (b'b', 0x08),
+        (b'f', 0x0C),
+        (b'n', b'\n'),
+        (b'r', b'\r'),
+        (b't', b'\t'),
+    ];
+    let mut i = 0;
+    while i < pairs.len() {
+        table[pairs[i].0 as usize] = pairs[i].1;
+        i += 1;
+    }
+    table
+};
 
 fn hex4(digits: &[u8]) -> Option<u32> {
     digits

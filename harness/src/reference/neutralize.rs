@@ -325,7 +325,10 @@ fn directive_start(text: &str, colon: usize) -> Option<usize> {
         // text's start, settled on bytes (the loop decodes a character a step, which was most of
         // the cost of a directive). Anything else goes on to the loop from the last blank.
         let bytes = &text.as_bytes()[..before];
-        let blanks = bytes.iter().rev().take_while(|&&b| matches!(b, b' ' | b'\t'));
+        let blanks = bytes
+            .iter()
+            .rev()
+            .take_while(|&&b| matches!(b, b' ' | b'\t'));
         before -= blanks.count();
         if let None | Some(b'\n' | b'\r') = before.checked_sub(1).map(|i| bytes[i]) {
             return start;
