@@ -82,6 +82,26 @@ fn next_portable<const LINE: bool>(bytes: &[u8], from: usize) -> usize {
         .map_or(bytes.len(), |p| i + p)
 }
 
+/// A bit for each byte of `v` that JSON escapes (C0 controls, `"`, `\\`), lowest byte lowest:
+/// the classification the JSON string decoder shares with the scan.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+pub(crate) fn json_special_mask(v: std::arch::x86_64::__m256i) -> u32 {
+    use std::arch::x86_64::*;
+    let splat = |b: u8| _mm256_set1_epi8(b as i8);
+    let control_max = splat(0x1F);
+    // A control byte is one whose unsigned maximum with 0x1F is 0x1F.
+    let hits = _mm256_or_si256(
+        _mm256_or_si256(
+            _mm256_cmpeq_epi8(v, splat(b'"')),
+            _mm256_cmpeq_epi8(v, splat(b'\\')),
+        ),
+        _mm256_cmpeq_epi8(_mm256_max_epu8(v, control_max), control_max),
+    );
+    _mm256_movemask_epi8(hits) as u32
+}
+
 /// [`next`] 32 bytes a step, the rest through [`next_portable`].
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
@@ -89,31 +109,20 @@ unsafe fn next_avx2<const LINE: bool>(bytes: &[u8], from: usize) -> usize {
     use std::arch::x86_64::*;
     let mut i = from;
     let splat = |b: u8| _mm256_set1_epi8(b as i8);
-    let control_max = splat(0x1F);
     while i + 32 <= bytes.len() {
         // SAFETY: `i + 32 <= bytes.len()`, and an unaligned load reads any address.
         let v = unsafe { _mm256_loadu_si256(bytes.as_ptr().add(i).cast()) };
-        // A control byte is one whose unsigned maximum with 0x1F is 0x1F.
-        let mut hits = _mm256_or_si256(
-            _mm256_or_si256(
-                _mm256_cmpeq_epi8(v, splat(b'"')),
-                _mm256_cmpeq_epi8(v, splat(b'\\')),
-            ),
-            _mm256_cmpeq_epi8(_mm256_max_epu8(v, control_max), control_max),
-        );
+        let mut mask = json_special_mask(v);
         if LINE {
-            hits = _mm256_or_si256(
-                hits,
+            let line = _mm256_or_si256(
+                _mm256_cmpeq_epi8(v, splat(0x7F)),
                 _mm256_or_si256(
-                    _mm256_cmpeq_epi8(v, splat(0x7F)),
-                    _mm256_or_si256(
-                        _mm256_cmpeq_epi8(v, splat(0xC2)),
-                        _mm256_cmpeq_epi8(v, splat(0xE2)),
-                    ),
+                    _mm256_cmpeq_epi8(v, splat(0xC2)),
+                    _mm256_cmpeq_epi8(v, splat(0xE2)),
                 ),
             );
+            mask |= _mm256_movemask_epi8(line) as u32;
         }
-        let mask = _mm256_movemask_epi8(hits) as u32;
         if mask != 0 {
             return i + mask.trailing_zeros() as usize;
         }

@@ -29,9 +29,9 @@ pub struct BenchCheckArgs {
 }
 
 /// Documents that do not reach the goal yet, by name prefix, with the floor that protects the
-/// level they reach (a line-start directive every 72 bytes: 1.2x to 1.35x in quiet runs, see
-/// docs/speed.md), until they do.
-const BELOW_GOAL: &[(&str, f64)] = &[("text_directives", 1.0)];
+/// level they reach (a line-start directive every 72 bytes: medians of 1.57x to 2.36x at load
+/// average 6, so 1.6x would fail now and then; see docs/speed.md), until they do.
+const BELOW_GOAL: &[(&str, f64)] = &[("text_directives", 1.3)];
 
 pub fn run(args: BenchCheckArgs) -> Result<ExitCode> {
     let mut failed = 0;

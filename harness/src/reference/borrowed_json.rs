@@ -17,6 +17,7 @@ use std::borrow::Cow;
 use serde_json_borrow::{ObjectAsVec, Value};
 
 use crate::json_scan::next_json_special;
+use crate::reference::json_unescape::{unescape, unescape_string};
 use crate::reference::neutralize::is_line_terminator;
 
 /// Nesting this parser takes; deeper documents go to serde_json (which stops at 128 and the
@@ -247,30 +248,15 @@ impl<'a> Parser<'a, '_> {
     fn escaped_string(&mut self) -> Option<String> {
         let (text, bytes) = (self.text, self.text.as_bytes());
         let (start, lines_from) = (self.at, self.lines.len());
-        let (mut from, mut at) = (start, start);
+        let (recording, lines) = (self.recording, &mut self.lines);
         let mut canonical = true;
-        let owned = &mut self.scratch;
-        owned.clear();
-        loop {
-            at = next_json_special(bytes, at);
-            match *bytes.get(at)? {
-                b'"' => break,
-                b'\\' => {
-                    owned.push_str(&text[from..at]);
-                    let (decoded, len) = unescape(&bytes[at + 1..])?;
-                    canonical &= is_canonical(decoded, &bytes[at..at + 1 + len]);
-                    owned.push(decoded);
-                    at += 1 + len;
-                    from = at;
-                    if self.recording && is_line_terminator(decoded) {
-                        self.lines.push((owned.len(), at - start));
-                    }
-                }
-                // A raw control character, which serde_json refuses.
-                _ => return None,
+        self.scratch.clear();
+        let at = unescape_string(text, start, &mut self.scratch, |escape| {
+            canonical &= is_canonical(escape.decoded, escape.spelling);
+            if recording && is_line_terminator(escape.decoded) {
+                lines.push((escape.text_end, escape.json_end - start));
             }
-        }
-        owned.push_str(&text[from..at]);
+        })?;
         self.at = at + 1;
         self.last_source = if memchr::memchr2(0xC2, 0xE2, &bytes[start..at]).is_some() {
             self.lines.truncate(lines_from);
@@ -281,7 +267,7 @@ impl<'a> Parser<'a, '_> {
                 lines: (lines_from, self.lines.len()),
             }
         };
-        Some(owned.as_str().to_owned())
+        Some(self.scratch.as_str().to_owned())
     }
 
     /// The elements of an array or the entries of an object, its opening bracket next: `element`
@@ -393,44 +379,6 @@ impl<'a> Parser<'a, '_> {
     }
 }
 
-/// The character an escape stands for and the bytes it takes after its backslash; `None` for
-/// an invalid escape or a lone surrogate (serde_json refuses both).
-fn unescape(escape: &[u8]) -> Option<(char, usize)> {
-    let simple = match *escape.first()? {
-        b'"' => '"',
-        b'\\' => '\\',
-        b'/' => '/',
-        b'b' => '\u{8}',
-        b'f' => '\u{c}',
-        b'n' => '\n',
-        b'r' => '\r',
-        b't' => '\t',
-        b'u' => {
-            let unit = hex4(escape.get(1..5)?)?;
-            if !(0xD800..0xDC00).contains(&unit) {
-                return char::from_u32(unit).map(|c| (c, 5));
-            }
-            let low = match escape.get(5..7) {
-                Some(b"\\u") => hex4(escape.get(7..11)?)?,
-                _ => return None,
-            };
-            if !(0xDC00..0xE000).contains(&low) {
-                return None;
-            }
-            let c = char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))?;
-            return Some((c, 11));
-        }
-        _ => return None,
-    };
-    Some((simple, 1))
-}
-
-fn hex4(digits: &[u8]) -> Option<u32> {
-    digits
-        .iter()
-        .try_fold(0, |acc, &d| Some(acc * 16 + char::from(d).to_digit(16)?))
-}
-
 /// How [`write_escaped`] writes the byte `b` of a string, or `None` for as is.
 fn escape_of(b: u8) -> Option<([u8; 6], usize)> {
     let short = match b {
@@ -453,6 +401,10 @@ fn escape_of(b: u8) -> Option<([u8; 6], usize)> {
 
 /// Whether `escape` (from its backslash) is how [`write_escaped`] writes `c`.
 fn is_canonical(c: char, escape: &[u8]) -> bool {
+    // A short escape is the one written for its character, but for `\/` (written as is).
+    if let [_, short] = escape {
+        return *short != b'/';
+    }
     // Compared as a fixed array: a slice comparison of a few bytes was a call to `memcmp`.
     let mut padded = [0; 6];
     if let Some(head) = padded.get_mut(..escape.len()) {

@@ -11,6 +11,7 @@ pub mod coerce;
 pub mod embed;
 pub mod image;
 pub mod json_text;
+mod json_unescape;
 pub mod media_policy;
 pub mod neutralize;
 pub mod reply;

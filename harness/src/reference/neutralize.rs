@@ -315,12 +315,24 @@ fn directive_start(text: &str, colon: usize) -> Option<usize> {
     let mut matched = 0;
     let mut start = None;
     // The common spelling, ASCII `media` in any case, matches the five letters at once (what the
-    // loop below would conclude one character at a time); blanks before it are the loop's.
+    // loop below would conclude one character at a time).
     let mut before = colon;
     if colon >= WORD.len() && spells_media(&text.as_bytes()[colon - WORD.len()..]) {
         matched = WORD.len();
         before = colon - WORD.len();
         start = Some(before);
+        // And the common line start before it: ASCII spaces and tabs back to `\n`, `\r` or the
+        // text's start, settled on bytes (the loop decodes a character a step, which was most of
+        // the cost of a directive). Anything else goes on to the loop from the last blank.
+        let bytes = &text.as_bytes()[..before];
+        let blanks = bytes
+            .iter()
+            .rev()
+            .take_while(|&&b| matches!(b, b' ' | b'\t'));
+        before -= blanks.count();
+        if let None | Some(b'\n' | b'\r') = before.checked_sub(1).map(|i| bytes[i]) {
+            return start;
+        }
     }
     for (i, c) in text[..before].char_indices().rev() {
         if matched < WORD.len() {
@@ -348,9 +360,10 @@ fn directive_start(text: &str, colon: usize) -> Option<usize> {
 #[inline]
 fn spells_media(bytes: &[u8]) -> bool {
     // Only `M` and `m` give `m` when 0x20 is set, and so on for each letter.
-    bytes
-        .first_chunk::<5>()
-        .is_some_and(|word| word.map(|b| b | 0x20) == *b"media")
+    bytes.first_chunk::<5>().is_some_and(|&[m, e, d, i, a]| {
+        u32::from_le_bytes([m, e, d, i]) | 0x2020_2020 == u32::from_le_bytes(*b"medi")
+            && a | 0x20 == b'a'
+    })
 }
 
 /// Lead bytes of the colon-like characters: `:` itself, E2 (U+2A74), EF (U+FE13, U+FE55, U+FF1A).
