@@ -245,7 +245,8 @@ def _module_code(file):
     matches the source (what the loader checks on import), else compiled from the source. The
     same code objects either way, without compiling the whole file at each start (pydantic-ai's
     coverage set-up, two large files: 65 -> 17 ms of CPU)."""
-    return importlib.machinery.SourceFileLoader("_normfuzz_coverage", file).get_code("_normfuzz_coverage")
+    name = "_normfuzz_coverage"  # the loader's module name: only in its error messages
+    return importlib.machinery.SourceFileLoader(name, file).get_code(name)
 
 
 def _loaded_files(pattern):
