@@ -654,6 +654,20 @@ fn shims_report_the_coverage_each_answer_reached() {
     }
 }
 
+/// The shared Python shim loop keeps the garbage collector off while the runtime is imported
+/// and freezes what the imports left before the cases run with it on again (`runtimes/lib/shim.py`):
+/// a tenth of a Python shim's start-up CPU went to collections rescanning the import's objects.
+#[test]
+fn the_shared_python_shim_loop_collects_no_garbage_while_the_runtime_imports() {
+    let path = suts().join("gc_startup.py").to_string_lossy().into_owned();
+    let argv = [require("python3"), "-B", path.as_str()].map(String::from);
+    let mut sut = ProcessSut::start_with(argv.to_vec(), options(20_000)).expect("starts");
+    assert_eq!(
+        call(&mut sut, &["state"]),
+        vec![echo("imports: off, cases: on, frozen: True")]
+    );
+}
+
 /// The shared Python shim loop exits as soon as stdin closes (`leave()` in
 /// `runtimes/lib/shim.py`): a runtime's slow interpreter teardown (here an exit handler that
 /// sleeps 3 s) costs the campaign nothing, where it would cost the whole `EXIT_GRACE`.
