@@ -84,6 +84,17 @@ impl Build {
 /// target dir, so a rerun only relinks what changed. `profile` is a cargo profile (`release`,
 /// or the workspace's cheaper `ci` for the smoke).
 pub(super) fn build(root: &Path, flavor: Flavor, profile: &str) -> Result<Build> {
+    build_logged(root, flavor, profile, None)
+}
+
+/// [`build`], with build.sh's output (cargo's included) written to `log` instead of the
+/// terminal when given, so that it can run beside another step.
+pub(super) fn build_logged(
+    root: &Path,
+    flavor: Flavor,
+    profile: &str,
+    log: Option<&Path>,
+) -> Result<Build> {
     let src = tempfile::tempdir().context("creating a scratch SRC")?;
     std::os::unix::fs::symlink(root, src.path().join("normfuzz"))
         .context("linking the workspace into SRC")?;
@@ -96,6 +107,11 @@ pub(super) fn build(root: &Path, flavor: Flavor, profile: &str) -> Result<Build>
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("NORMFUZZ_FUZZ_FEATURES", flavor.features())
         .env("NORMFUZZ_FUZZ_PROFILE", profile);
+    if let Some(log) = log {
+        let file =
+            std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
+        cmd.stdout(file.try_clone()?).stderr(file);
+    }
     step(
         &format!(
             ".clusterfuzzlite/build.sh (features: {}; profile {profile}; {})",
