@@ -1,9 +1,10 @@
 //! The libFuzzer targets built by `.clusterfuzzlite/build.sh`, as ClusterFuzzLite builds them.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use tempfile::TempDir;
 
 use crate::step;
@@ -107,21 +108,29 @@ pub(super) fn build_logged(
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("NORMFUZZ_FUZZ_FEATURES", flavor.features())
         .env("NORMFUZZ_FUZZ_PROFILE", profile);
-    if let Some(log) = log {
-        let file =
-            std::fs::File::create(log).with_context(|| format!("creating {}", log.display()))?;
-        cmd.stdout(file.try_clone()?).stderr(file);
+    let name = format!(
+        ".clusterfuzzlite/build.sh (features: {}; profile {profile}; {})",
+        format!("libfuzzer {}", flavor.features()).trim_end(),
+        target_dir
+            .strip_prefix(root)
+            .unwrap_or(&target_dir)
+            .display()
+    );
+    match log {
+        None => step(&name, cmd)?,
+        // Its heading goes to the log too: nothing reaches the terminal.
+        Some(log) => {
+            let mut file = std::fs::File::create(log)
+                .with_context(|| format!("creating {}", log.display()))?;
+            writeln!(file, "==> {name}")?;
+            cmd.stdout(file.try_clone()?).stderr(file);
+            let status = cmd
+                .status()
+                .with_context(|| format!("cannot start {name}"))?;
+            if !status.success() {
+                bail!("{name} failed ({status})");
+            }
+        }
     }
-    step(
-        &format!(
-            ".clusterfuzzlite/build.sh (features: {}; profile {profile}; {})",
-            format!("libfuzzer {}", flavor.features()).trim_end(),
-            target_dir
-                .strip_prefix(root)
-                .unwrap_or(&target_dir)
-                .display()
-        ),
-        cmd,
-    )?;
     Ok(Build { target_dir, out })
 }
