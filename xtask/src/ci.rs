@@ -182,7 +182,11 @@ pub fn ci(root: &Path) -> Result<()> {
         )
     };
     // Each fuzz target briefly on its seeds, from the build made beside the tests.
-    gate.step("fuzz smoke: each target on its seeds", || {
+    let fuzz_runs = format!(
+        "fuzz smoke: each target {} runs (seed 1) on its seeds",
+        crate::fuzz::SMOKE_RUNS
+    );
+    gate.step(&fuzz_runs, || {
         let Some(build) = &fuzz_build else {
             bail!("no targets to run: the fuzz smoke's build failed (above)");
         };

@@ -15,7 +15,7 @@ use crate::fs::{fresh_dir, visible_files};
 
 /// Executions per target in the CI smoke: a count with a fixed `-seed`, not a time, so a slow
 /// machine explores as much as a fast one (paths still vary a little: per-process hash seeds).
-const SMOKE_RUNS: u64 = 60_000;
+pub const SMOKE_RUNS: u64 = 60_000;
 /// Safety cap per target for a very slow machine (about 12 s here for the slowest target).
 const SMOKE_CAP_SECONDS: u64 = 60;
 
@@ -44,14 +44,14 @@ pub fn smoke_build(root: &Path, log: &Path) -> Result<SmokeBuild> {
     build_logged(root, Flavor::Real, "ci", Some(log)).map(SmokeBuild)
 }
 
-/// The smoke's checks and runs on a [`smoke_build`].
+/// The smoke's checks and runs on a [`smoke_build`], each target [`SMOKE_RUNS`] runs from seed 1
+/// (the caller names the step).
 pub fn smoke_runs(
     root: &Path,
     build: &SmokeBuild,
     report: &ReportTo,
     normfuzz: Option<&Path>,
 ) -> Result<(u64, u64)> {
-    eprintln!("==> fuzz smoke: each target {SMOKE_RUNS} runs (seed 1) on its seeds");
     run_smoke(root, &build.0, report, normfuzz, "built beside the tests")
 }
 
