@@ -185,6 +185,10 @@ enum Task {
         /// Only these variants (comma-separated names from `mutant.py --list`).
         #[arg(long, value_delimiter = ',')]
         only: Vec<String>,
+        /// Mutant campaigns at once (each is about one core: `normfuzz` and the shim answering in
+        /// turn); the faithful variant runs alone. Not with --pairs.
+        #[arg(long, default_value_t = 1, conflicts_with = "pairs")]
+        jobs: usize,
         /// Measure baselines on pairs of variants (see above).
         #[arg(long)]
         pairs: bool,
@@ -298,6 +302,7 @@ impl Task {
                 budget,
                 faithful,
                 only,
+                jobs,
                 pairs,
                 only_rule,
                 normfuzz,
@@ -321,6 +326,7 @@ impl Task {
                         budget,
                         faithful,
                         only,
+                        jobs,
                     };
                     mutants::mutants(&root, &normfuzz, &options)?
                 };

@@ -7,6 +7,8 @@ use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
@@ -34,6 +36,8 @@ pub struct Options {
     pub faithful: f64,
     /// Only these mutants (all when empty).
     pub only: Vec<String>,
+    /// Mutant campaigns run at once.
+    pub jobs: usize,
 }
 
 pub mod pairs;
@@ -136,48 +140,108 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
     if selected.is_empty() {
         bail!("no mutant selected");
     }
-    let reports = root.join("target/mutants");
-    let mut kills = Vec::new();
-    let mut faithful_failures = None;
-    for (i, Variant { name, rule }) in selected.iter().enumerate() {
-        let faithful = name == FAITHFUL;
-        let seconds = if faithful {
-            options.faithful
-        } else {
-            options.budget
-        };
-        eprintln!(
-            "==> [{}/{}] {name} ({rule}), {seconds} s",
-            i + 1,
-            selected.len()
-        );
-        let report = reports.join(name);
-        let started = Instant::now();
-        let stop: &[&OsStr] = if faithful {
-            &[]
-        } else {
-            &["--stop-on-gate".as_ref()]
-        };
-        conform(root, normfuzz, name, seconds, &report, stop)?;
-        let wall_ms = started.elapsed().as_millis();
-        let gate = first_gate_finding(&report)?;
-        if faithful {
-            faithful_failures = Some(gate);
-            continue;
-        }
-        kills.push(Kill {
-            mutant: name.clone(),
-            rule: rule.clone(),
-            killed_by: gate
-                .as_ref()
-                .map(|g| g["rule"].as_str().unwrap_or("?").to_string()),
-            first_seen_ms: gate.as_ref().and_then(|g| g["first_seen_ms"].as_u64()),
-            wall_ms,
-            input: gate
-                .map(|g| bounded(&g["input"].to_string(), 90))
-                .unwrap_or_default(),
-        });
+    let mut problems = Vec::new();
+    if let Some(Variant { rule, .. }) = selected.iter().find(|v| v.name == FAITHFUL) {
+        eprintln!("==> {FAITHFUL} ({rule}), {} s", options.faithful);
+        let run = faithful(root, normfuzz, options.faithful)?;
+        eprintln!("{}", run.summary(options.faithful));
+        problems.extend(run.problem);
     }
+    let killable: Vec<Variant> = selected
+        .into_iter()
+        .filter(|v| v.name != FAITHFUL)
+        .collect();
+    if !killable.is_empty() {
+        problems.extend(kill_matrix(root, normfuzz, &killable, options)?);
+    }
+    Ok(problems)
+}
+
+/// The faithful variant's campaign: how many cases it ran and, if it failed the gate, why.
+pub struct Faithful {
+    pub cases: u64,
+    pub problem: Option<String>,
+}
+
+impl Faithful {
+    /// One line for the log: the cases run and the outcome.
+    pub fn summary(&self, seconds: f64) -> String {
+        let outcome = self.problem.as_deref().unwrap_or("no gate finding");
+        format!("{FAITHFUL}: {} cases in {seconds} s, {outcome}", self.cases)
+    }
+}
+
+/// The faithful variant (stricter where the spec allows) against the default gate for `seconds`
+/// from seed 1: it must pass. It prints nothing, so it can run beside other steps.
+pub fn faithful(root: &Path, normfuzz: &Path, seconds: f64) -> Result<Faithful> {
+    let report = root.join("target/mutants").join(FAITHFUL);
+    conform(root, normfuzz, FAITHFUL, seconds, &report, &[])?;
+    let index_path = report.join("index.json");
+    let index: Value = serde_json::from_slice(
+        &std::fs::read(&index_path)
+            .with_context(|| format!("no report at {}", index_path.display()))?,
+    )
+    .with_context(|| format!("{} is not JSON", index_path.display()))?;
+    let problem = first_gate_finding(&report)?.map(|finding| {
+        format!(
+            "the faithful variant failed the gate: {} {}",
+            finding["rule"], finding["kind"]
+        )
+    });
+    Ok(Faithful {
+        cases: index["cases"].as_u64().unwrap_or(0),
+        problem,
+    })
+}
+
+/// Every variant but the faithful one, in `mutant.py --list`'s order.
+pub(crate) fn killable(root: &Path) -> Result<Vec<Variant>> {
+    let mut all = variants(root, &[])?;
+    all.retain(|v| v.name != FAITHFUL);
+    Ok(all)
+}
+
+/// Every variant of `killable` (none the faithful one) against the default gate, `options.jobs`
+/// at a time (each campaign is one `normfuzz` and one shim answering in turn, about one core);
+/// writes and prints the kill matrix and returns the survivors, if any, as a problem.
+pub(crate) fn kill_matrix(
+    root: &Path,
+    normfuzz: &Path,
+    killable: &[Variant],
+    options: &Options,
+) -> Result<Vec<String>> {
+    let reports = root.join("target/mutants");
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let results: Mutex<Vec<Option<Result<Kill>>>> =
+        Mutex::new(killable.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..options.jobs.clamp(1, killable.len().max(1)) {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(Variant { name, rule }) = killable.get(i) else {
+                        break;
+                    };
+                    eprintln!(
+                        "==> [{}/{}] {name} ({rule}), {} s",
+                        i + 1,
+                        killable.len(),
+                        options.budget
+                    );
+                    let kill = kill(root, normfuzz, name, rule, options.budget, &reports);
+                    failed.fetch_or(kill.is_err(), Ordering::Relaxed);
+                    results.lock().expect("a kill worker panicked")[i] = Some(kill);
+                }
+            });
+        }
+    });
+    let kills = results
+        .into_inner()
+        .expect("a kill worker panicked")
+        .into_iter()
+        .flatten()
+        .collect::<Result<Vec<Kill>>>()?;
     let table = matrix(&kills, options.budget);
     println!("{table}");
     eprintln!(
@@ -203,13 +267,42 @@ pub fn mutants(root: &Path, normfuzz: &Path, options: &Options) -> Result<Vec<St
             survivors.join(", ")
         ));
     }
-    if let Some(Some(finding)) = &faithful_failures {
-        problems.push(format!(
-            "the faithful variant failed the gate: {} {}",
-            finding["rule"], finding["kind"]
-        ));
-    }
     Ok(problems)
+}
+
+/// One mutant's campaign, stopped at its first gate finding: its row of the kill matrix.
+fn kill(
+    root: &Path,
+    normfuzz: &Path,
+    name: &str,
+    rule: &str,
+    budget: f64,
+    reports: &Path,
+) -> Result<Kill> {
+    let report = reports.join(name);
+    let started = Instant::now();
+    conform(
+        root,
+        normfuzz,
+        name,
+        budget,
+        &report,
+        &["--stop-on-gate".as_ref()],
+    )?;
+    let wall_ms = started.elapsed().as_millis();
+    let gate = first_gate_finding(&report)?;
+    Ok(Kill {
+        mutant: name.to_string(),
+        rule: rule.to_string(),
+        killed_by: gate
+            .as_ref()
+            .map(|g| g["rule"].as_str().unwrap_or("?").to_string()),
+        first_seen_ms: gate.as_ref().and_then(|g| g["first_seen_ms"].as_u64()),
+        wall_ms,
+        input: gate
+            .map(|g| bounded(&g["input"].to_string(), 90))
+            .unwrap_or_default(),
+    })
 }
 
 /// The report's first gate finding (findings are sorted gate first), if any.

@@ -1,9 +1,10 @@
 //! The libFuzzer targets built by `.clusterfuzzlite/build.sh`, as ClusterFuzzLite builds them.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use tempfile::TempDir;
 
 use crate::step;
@@ -84,6 +85,17 @@ impl Build {
 /// target dir, so a rerun only relinks what changed. `profile` is a cargo profile (`release`,
 /// or the workspace's cheaper `ci` for the smoke).
 pub(super) fn build(root: &Path, flavor: Flavor, profile: &str) -> Result<Build> {
+    build_logged(root, flavor, profile, None)
+}
+
+/// [`build`], with build.sh's output (cargo's included) written to `log` instead of the
+/// terminal when given, so that it can run beside another step.
+pub(super) fn build_logged(
+    root: &Path,
+    flavor: Flavor,
+    profile: &str,
+    log: Option<&Path>,
+) -> Result<Build> {
     let src = tempfile::tempdir().context("creating a scratch SRC")?;
     std::os::unix::fs::symlink(root, src.path().join("normfuzz"))
         .context("linking the workspace into SRC")?;
@@ -96,16 +108,29 @@ pub(super) fn build(root: &Path, flavor: Flavor, profile: &str) -> Result<Build>
         .env("CARGO_TARGET_DIR", &target_dir)
         .env("NORMFUZZ_FUZZ_FEATURES", flavor.features())
         .env("NORMFUZZ_FUZZ_PROFILE", profile);
-    step(
-        &format!(
-            ".clusterfuzzlite/build.sh (features: {}; profile {profile}; {})",
-            format!("libfuzzer {}", flavor.features()).trim_end(),
-            target_dir
-                .strip_prefix(root)
-                .unwrap_or(&target_dir)
-                .display()
-        ),
-        cmd,
-    )?;
+    let name = format!(
+        ".clusterfuzzlite/build.sh (features: {}; profile {profile}; {})",
+        format!("libfuzzer {}", flavor.features()).trim_end(),
+        target_dir
+            .strip_prefix(root)
+            .unwrap_or(&target_dir)
+            .display()
+    );
+    match log {
+        None => step(&name, cmd)?,
+        // Its heading goes to the log too: nothing reaches the terminal.
+        Some(log) => {
+            let mut file = std::fs::File::create(log)
+                .with_context(|| format!("creating {}", log.display()))?;
+            writeln!(file, "==> {name}")?;
+            cmd.stdout(file.try_clone()?).stderr(file);
+            let status = cmd
+                .status()
+                .with_context(|| format!("cannot start {name}"))?;
+            if !status.success() {
+                bail!("{name} failed ({status})");
+            }
+        }
+    }
     Ok(Build { target_dir, out })
 }

@@ -21,4 +21,4 @@ pub use build::Flavor;
 pub use planted_bug::planted_bug;
 pub use report::ReportTo;
 pub use run::fuzz;
-pub use smoke::smoke;
+pub use smoke::{SMOKE_RUNS, smoke, smoke_build, smoke_runs};

@@ -8,14 +8,14 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
 
-use super::build::{Build, Flavor, build};
+use super::build::{Build, Flavor, build, build_logged};
 use super::report::{ReportTo, write_report};
 use super::targets;
 use crate::fs::{fresh_dir, visible_files};
 
 /// Executions per target in the CI smoke: a count with a fixed `-seed`, not a time, so a slow
 /// machine explores as much as a fast one (paths still vary a little: per-process hash seeds).
-const SMOKE_RUNS: u64 = 60_000;
+pub const SMOKE_RUNS: u64 = 60_000;
 /// Safety cap per target for a very slow machine (about 12 s here for the slowest target).
 const SMOKE_CAP_SECONDS: u64 = 60;
 
@@ -26,6 +26,45 @@ pub fn smoke(root: &Path, report: &ReportTo, normfuzz: Option<&Path>) -> Result<
     let started = Instant::now();
     let build = build(root, Flavor::Real, "ci")?;
     let built = started.elapsed();
+    run_smoke(
+        root,
+        &build,
+        report,
+        normfuzz,
+        &format!("build {:.0} s", built.as_secs_f64()),
+    )
+}
+
+/// The smoke's build (build.sh as in [`smoke`]), its output in `log`: `cargo xtask ci` makes it
+/// beside another step and prints the log when it joins it.
+pub struct SmokeBuild(Build);
+
+/// Builds what [`smoke_runs`] runs, build.sh's and cargo's output written to `log`.
+pub fn smoke_build(root: &Path, log: &Path) -> Result<SmokeBuild> {
+    build_logged(root, Flavor::Real, "ci", Some(log)).map(SmokeBuild)
+}
+
+/// The smoke's checks and runs on a [`smoke_build`], each target [`SMOKE_RUNS`] runs from seed 1
+/// (the caller names the step).
+pub fn smoke_runs(
+    root: &Path,
+    build: &SmokeBuild,
+    report: &ReportTo,
+    normfuzz: Option<&Path>,
+) -> Result<(u64, u64)> {
+    run_smoke(root, &build.0, report, normfuzz, "built beside the tests")
+}
+
+/// Checks build.sh's outputs and runs each target; `built` says how the build went, for the
+/// closing line.
+fn run_smoke(
+    root: &Path,
+    build: &Build,
+    report: &ReportTo,
+    normfuzz: Option<&Path>,
+    built: &str,
+) -> Result<(u64, u64)> {
+    let started = Instant::now();
     let work = build.target_dir.join("smoke");
     fresh_dir(&work)?;
     let targets = targets::all(root)?;
@@ -37,7 +76,7 @@ pub fn smoke(root: &Path, report: &ReportTo, normfuzz: Option<&Path>) -> Result<
     // Target and seeds unpacked, for each that passed; printed with its figures from the report.
     let mut ok = Vec::new();
     for (target, log) in targets.iter().zip(&logs) {
-        match smoke_one(root, &build, &work, target, log) {
+        match smoke_one(root, build, &work, target, log) {
             Ok(seeds) => {
                 passed += 1;
                 ok.push((target, seeds));
@@ -59,8 +98,7 @@ pub fn smoke(root: &Path, report: &ReportTo, normfuzz: Option<&Path>) -> Result<
         eprintln!("fuzz smoke: {target} ok ({seeds} seeds, {exec_per_sec} exec/s, cov {cov})");
     }
     eprintln!(
-        "fuzz smoke: {passed} passed, {failed} failed (build {:.0} s, total {:.0} s)",
-        built.as_secs_f64(),
+        "fuzz smoke: {passed} passed, {failed} failed ({built}, checks and runs {:.0} s)",
         started.elapsed().as_secs_f64()
     );
     Ok((passed, failed))
