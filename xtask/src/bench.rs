@@ -1,6 +1,7 @@
-//! `cargo xtask bench`: criterion benchmarks and campaign throughput, printed as the ratios the
-//! guide's Speed chapter quotes; with `--anchor <runtime>`, that runtime's own coercion timed on
-//! the same documents in the same run (`normfuzz bench-anchor`), and one table of all three.
+//! `cargo xtask bench`: criterion benchmarks (the reference's, and the harness's per-case work in a
+//! campaign batch) and campaign throughput, printed as the ratios the guide's Speed chapter
+//! quotes; with `--anchor <runtime>`, that runtime's own coercion timed on the same documents in
+//! the same run (`normfuzz bench-anchor`), and one table of all three.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -22,7 +23,16 @@ pub fn bench(root: &Path, anchor: Option<&str>) -> Result<()> {
     step("cargo bench", {
         let mut cmd = cargo(
             root,
-            &["bench", "-p", "normfuzz", "--bench", "reference", "--"],
+            &[
+                "bench",
+                "-p",
+                "normfuzz",
+                "--bench",
+                "reference",
+                "--bench",
+                "campaign",
+                "--",
+            ],
         );
         cmd.args(CRITERION_ARGS).env("CARGO_TERM_COLOR", "never");
         cmd
@@ -51,6 +61,19 @@ pub fn bench(root: &Path, anchor: Option<&str>) -> Result<()> {
                 theirs / 1e3
             );
         }
+    }
+    // The harness's per-case work (benches/campaign.rs): a change in it shows as these ratios.
+    let group = criterion.join("campaign");
+    let harness = best_ns(&group.join("harness"))?;
+    for baseline in ["reference", "json_roundtrip"] {
+        let theirs = best_ns(&group.join(baseline))?;
+        println!(
+            "  campaign   {:>22}: {:.2}x {baseline} ({:.1} vs {:.1} µs per batch)",
+            "harness",
+            harness / theirs,
+            harness / 1e3,
+            theirs / 1e3
+        );
     }
     campaign_throughput(root, &normfuzz)?;
     Ok(())

@@ -50,6 +50,11 @@ impl CpuClock {
         }
     }
 
+    /// The harness's own CPU time since `self` was read, to the microsecond (benches/campaign.rs).
+    pub fn harness_since(&self) -> Duration {
+        used(libc::RUSAGE_SELF).saturating_sub(self.harness)
+    }
+
     /// What was used since `self` was read: call it once the SUT processes have been reaped.
     pub fn used_since(&self) -> CpuUse {
         let now = Self::now();

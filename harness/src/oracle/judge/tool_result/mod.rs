@@ -21,7 +21,7 @@ use blocks::{blob_text, blocks_match, strings};
 pub use blocks::{is_blank, json_readings, keeps_information, str_field};
 
 pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> Vec<Violation> {
-    let Some(blocks) = output.get("content").and_then(Value::as_array) else {
+    let Some(content @ Value::Array(blocks)) = output.get("content") else {
         return shape("`content` is not an array");
     };
     let Some(is_error) = output.get("isError").and_then(Value::as_bool) else {
@@ -84,7 +84,8 @@ pub(super) fn judge(input: &Value, output: &Value, expected: Option<&Value>) -> 
         more_permissive(input, expected, &texts, &images, &mut out);
     }
     if out.is_empty() {
-        out.extend(provider_rejections(&Value::Array(blocks.clone())));
+        // The output's own array, not a copy of it (its images may be megabytes).
+        out.extend(provider_rejections(content));
     }
     out
 }
