@@ -310,14 +310,17 @@ fn text_block<'a>(
             (markers, json)
         }
         (Some((StrSource::Escaped { json, lines }, all)), _) => {
-            // At most one marker a line: allocated once (growing them was a tenth of coercing
-            // text with a directive every other line).
+            // At most one marker a line: allocated once, at the first directive (growing them
+            // was a tenth of coercing text with a directive every other line).
             let most = lines.1 - lines.0 + 1;
-            let mut markers = Vec::with_capacity(most);
-            let mut json_markers = Vec::with_capacity(if json.is_some() { most } else { 0 });
+            let (mut markers, mut json_markers) = (Vec::new(), Vec::new());
             // Each line start as text and JSON offsets: a directive found from it is placed in both.
             for line in std::iter::once((0, 0)).chain(all[lines.0..lines.1].iter().copied()) {
                 if let Some(directive) = directive_at(&text, line.0) {
+                    if markers.is_empty() {
+                        markers = Vec::with_capacity(most);
+                        json_markers = Vec::with_capacity(if json.is_some() { most } else { 0 });
+                    }
                     markers.push(directive.start);
                     if let Some(json) = json {
                         json_markers.push(escaped_offset(json, line, directive.start));
