@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use normfuzz::campaign::cpu::CpuClock;
-use normfuzz::campaign::{Campaign, Progress, Shard, run};
+use normfuzz::campaign::{Campaign, Progress, run};
 use normfuzz::protocol::{Op, json};
 use normfuzz::sut::{ReferenceSut, Sut};
 use proptest::strategy::{Strategy, ValueTree};
@@ -52,17 +52,8 @@ fn cases() -> Vec<Value> {
 
 fn campaign() -> Campaign {
     Campaign {
-        ops: vec![Op::CoerceToolResult],
         cases: Some(CASES),
-        time: None,
-        seed: SEED,
-        jobs: 1,
-        strict: false,
-        stop_on_gate: false,
-        shard: Shard::WHOLE,
-        baseline: None,
-        inputs: Vec::new(),
-        steer: None,
+        ..Campaign::new(vec![Op::CoerceToolResult], SEED)
     }
 }
 

@@ -31,6 +31,26 @@ pub struct Campaign {
     pub steer: Option<Steer>,
 }
 
+impl Campaign {
+    /// A campaign of `ops` on `seed`: one job, neither a case count nor a time set (the caller
+    /// sets its bound), no baseline, inputs or steering, not strict.
+    pub fn new(ops: Vec<Op>, seed: u64) -> Campaign {
+        Campaign {
+            ops,
+            cases: None,
+            time: None,
+            seed,
+            jobs: 1,
+            strict: false,
+            stop_on_gate: false,
+            shard: Shard::WHOLE,
+            baseline: None,
+            inputs: Vec::new(),
+            steer: None,
+        }
+    }
+}
+
 /// How a campaign is steered by the runtime's coverage.
 #[derive(Debug, Clone, Default)]
 pub struct Steer {

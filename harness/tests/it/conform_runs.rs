@@ -13,17 +13,8 @@ use normfuzz::sut::{ProcessSut, ReferenceSut, Sut};
 
 fn campaign(ops: &[Op], cases: u64, seed: u64) -> Campaign {
     Campaign {
-        ops: ops.to_vec(),
         cases: Some(cases),
-        time: None,
-        seed,
-        jobs: 1,
-        strict: false,
-        stop_on_gate: false,
-        shard: Shard::WHOLE,
-        baseline: None,
-        inputs: Vec::new(),
-        steer: None,
+        ..Campaign::new(ops.to_vec(), seed)
     }
 }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use normfuzz::campaign::{Campaign, Outcome, Progress, Shard, run};
+use normfuzz::campaign::{Campaign, Outcome, Progress, run};
 use normfuzz::protocol::Op;
 use normfuzz::rule::Rule;
 use normfuzz::sut::{ProcessSut, SutOptions};
@@ -32,17 +32,8 @@ fn hang_proxy(mode: &str) -> (Outcome, Duration) {
     .map(String::from)
     .into();
     let campaign = Campaign {
-        ops: Op::ALL.to_vec(),
-        cases: None,
         time: Some(TIME),
-        seed: 7,
-        jobs: 1,
-        strict: false,
-        stop_on_gate: false,
-        shard: Shard::WHOLE,
-        baseline: None,
-        inputs: Vec::new(),
-        steer: None,
+        ..Campaign::new(Op::ALL.to_vec(), 7)
     };
     let options = SutOptions {
         timeout: CEILING,

@@ -3,24 +3,16 @@
 
 use std::time::Duration;
 
-use normfuzz::campaign::{Campaign, Progress, Shard, run};
+use normfuzz::campaign::{Campaign, Progress, run};
 use normfuzz::protocol::Op;
 use normfuzz::sut::ReferenceSut;
 
 #[test]
 fn a_campaign_samples_its_progress_until_the_end() {
     let campaign = Campaign {
-        ops: Op::ALL.to_vec(),
-        cases: None,
         time: Some(Duration::from_millis(1_200)),
-        seed: 3,
         jobs: 2,
-        strict: false,
-        stop_on_gate: false,
-        shard: Shard::WHOLE,
-        baseline: None,
-        inputs: Vec::new(),
-        steer: None,
+        ..Campaign::new(Op::ALL.to_vec(), 3)
     };
     let outcome = run(&campaign, || Ok(ReferenceSut), &Progress::default()).expect("runs");
     let timeline = &outcome.timeline;
